@@ -1,0 +1,62 @@
+#include "profiling/nvtx.hpp"
+
+#if defined(SHARDACCUM_HAVE_NVTX)
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace shardaccum::nvtx {
+
+#if defined(SHARDACCUM_HAVE_NVTX)
+namespace {
+nvtxDomainHandle_t domain() {
+  static nvtxDomainHandle_t d = nvtxDomainCreateA("shardaccum");
+  return d;
+}
+// One colour per phase, so a timeline reads at a glance.
+constexpr uint32_t kPhaseColour[kPhaseCount] = {0xff4e79a7, 0xfff28e2b, 0xff59a14f, 0xffe15759,
+                                                0xff76b7b2, 0xffedc948, 0xffb07aa1};
+nvtxStringHandle_t phase_string(Phase p) {
+  static nvtxStringHandle_t s[kPhaseCount] = {};
+  static bool init = [] {
+    for (int i = 0; i < kPhaseCount; ++i)
+      s[i] = nvtxDomainRegisterStringA(domain(), phase_name(static_cast<Phase>(i)));
+    return true;
+  }();
+  (void)init;
+  return s[static_cast<int>(p)];
+}
+}  // namespace
+
+PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = static_cast<uint32_t>(rank);
+  a.colorType = NVTX_COLOR_ARGB;
+  a.color = kPhaseColour[static_cast<int>(p)];
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = phase_string(p);
+  a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  a.payload.ullValue = bytes;
+  nvtxDomainRangePushEx(domain(), &a);
+}
+PhaseRange::~PhaseRange() { nvtxDomainRangePop(domain()); }
+
+ScopedRange::ScopedRange(const char* message, int rank) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = static_cast<uint32_t>(rank);
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = message;
+  nvtxDomainRangePushEx(domain(), &a);
+}
+ScopedRange::~ScopedRange() { nvtxDomainRangePop(domain()); }
+#else
+PhaseRange::PhaseRange(Phase, uint64_t, int) {}
+PhaseRange::~PhaseRange() = default;
+ScopedRange::ScopedRange(const char*, int) {}
+ScopedRange::~ScopedRange() = default;
+#endif
+
+}  // namespace shardaccum::nvtx

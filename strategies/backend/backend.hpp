@@ -1,0 +1,154 @@
+#pragma once
+// The small backend the strategies are written against (DESIGN.md §4): memory spaces, counted
+// copies, adds, the reduce-scatter, streams and events. Strategies never call CUDA or NCCL.
+//
+// Two implementations: `host` (ranks are threads, arenas per memory space, the reference
+// semantics) and `cuda` (one GPU per rank, NCCL, CUDA memory pools). A Backend owns the world;
+// a RankBackend is one rank's view and is used only from that rank's thread.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/dtype.hpp"
+#include "strategies/gradient_gen.hpp"
+
+namespace shardaccum {
+
+enum class MemSpace : uint8_t { device, pinned_host };
+inline const char* space_name(MemSpace s) { return s == MemSpace::device ? "device" : "pinned_host"; }
+
+/// Direction of a counted copy, from the spaces of source and destination.
+enum class CopyDir : uint8_t { h2d, d2h, d2d };
+
+/// The three streams of a rank (DESIGN.md §2). The host backend executes everything in order.
+enum class Stream : uint8_t { compute, comm, copy };
+
+/// The phases that time is attributed to (NVTX names and JSON counter prefixes).
+enum class Phase : uint8_t { backward, reduce_scatter, accumulate, h2d, d2h, cpu_add, finalize };
+inline constexpr int kPhaseCount = 7;
+inline const char* phase_name(Phase p) {
+  constexpr const char* names[kPhaseCount] = {"backward", "reduce_scatter", "accumulate", "h2d",
+                                              "d2h",      "cpu_add",        "finalize"};
+  return names[static_cast<int>(p)];
+}
+
+class RankBackend;
+
+/// A buffer in one memory space: move-only, returned to its backend (and poisoned) on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(RankBackend* owner, void* data, MemSpace space, DType dtype, uint64_t numel)
+      : owner_(owner), data_(data), space_(space), dtype_(dtype), numel_(numel) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  void reset();  // frees now ("really freed": the arena's current bytes drop)
+  explicit operator bool() const { return data_ != nullptr; }
+  void* data() const { return data_; }
+  MemSpace space() const { return space_; }
+  DType dtype() const { return dtype_; }
+  uint64_t numel() const { return numel_; }
+  uint64_t bytes() const { return numel_ * dtype_bytes(dtype_); }
+
+ private:
+  RankBackend* owner_ = nullptr;
+  void* data_ = nullptr;
+  MemSpace space_ = MemSpace::device;
+  DType dtype_ = DType::fp32;
+  uint64_t numel_ = 0;
+};
+
+/// An ordering point on a stream; `wait` makes another stream (or the host) wait for it.
+struct Event {
+  uint64_t id = 0;
+};
+
+/// What one rank measured over one step (or the sum of several), per step and rank.
+struct StepMetrics {
+  double step_ms = 0;                        // wall of the step on this rank (host or GPU time)
+  std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;     // counted where the copies are issued
+  uint64_t nccl_input_bytes = 0;             // sum of reduce-scatter input sizes
+  uint64_t reduce_scatter_calls = 0;
+  uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
+};
+
+/// Summary of the oracle comparison of one shard (DESIGN.md §5).
+struct ShardCheck {
+  double err_norm2 = 0;   // sum over the shard of (out - ref)^2
+  double ref_norm2 = 0;   // sum of ref^2
+  uint64_t nonfinite = 0;  // NaN or Inf elements
+  uint64_t bad_padding = 0;  // padding elements that are not exactly zero
+};
+
+/// Thrown by a backend for a misuse the strategies must never commit (wrong space, size, dtype).
+struct BackendError : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  /// Allocates `numel` elements at the point of use; contents are undefined (NaN on host).
+  virtual Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) = 0;
+  /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces.
+  virtual void copy(Buffer& dst, const Buffer& src, Stream s) = 0;
+  /// dst += src elementwise with dtype conversion, both in `space` (device add: accumulate phase;
+  /// pinned_host add: the CPU add, cpu_add phase). An operand elsewhere is a BackendError.
+  virtual void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) = 0;
+  /// dst = src converted to dst's dtype, both on the device (not a counted copy).
+  virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
+  /// dst *= factor in dst's space (finalize: divide by N once).
+  virtual void scale(Buffer& dst, double factor, Stream s) = 0;
+  /// Synthetic backward: grad = g(...) or, with `accumulate`, grad += g(...). Elements at index
+  /// >= key.numel (the padding) are written as zero.
+  virtual void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) = 0;
+  /// NCCL-style reduce-scatter with SUM in the input's dtype: out (numel/N) = this rank's shard.
+  /// A collective: every rank calls it in the same order.
+  virtual void reduce_scatter(Buffer& out, const Buffer& in) = 0;
+
+  virtual Event record(Stream s) = 0;
+  virtual void wait(Stream waiter, Event e) = 0;
+  virtual void host_wait(Event e) = 0;
+
+  /// Agrees an error across ranks before the next collective: true if any rank passed true.
+  virtual bool any_rank(bool mine) = 0;
+
+  /// Compares a finished shard with the exact reference (not counted as traffic or phase time).
+  virtual ShardCheck check_shard(const Buffer& shard, const OracleKey& key) = 0;
+
+  virtual void begin_step() = 0;
+  virtual StepMetrics end_step() = 0;  // waits for the rank's streams, returns this step's figures
+
+  /// Called by Buffer::reset; not for strategies.
+  virtual void release(Buffer& b) noexcept = 0;
+};
+
+/// The world: one RankBackend per rank and a way to run work on all ranks at once.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "host" or "cuda"
+  virtual int world_size() const = 0;
+  /// Runs fn on every rank concurrently (one thread per rank); rethrows the first exception.
+  virtual void run(const std::function<void(RankBackend&)>& fn) = 0;
+  /// What the JSON context records about this backend: devices, ceilings, time domain.
+  virtual nlohmann::json context() const = 0;
+  /// True when step_ms and phase times are GPU (event) times; false for host wall-clock.
+  virtual bool gpu_times() const = 0;
+};
+
+}  // namespace shardaccum
