@@ -2,6 +2,7 @@
 // The oracle's gradient generator (DESIGN.md §5): a counter-based hash, one __host__ __device__
 // function shared by the backward of every backend and by the exact reference.
 #include <cstdint>
+#include <vector>
 
 #include "strategies/dtype.hpp"
 
@@ -27,16 +28,24 @@ SA_HD inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/// g(seed, step, mb, rank, unit, i): the gradient element i; zero in the padding.
-SA_HD inline float grad_value(const GradKey& k, uint64_t i) {
-  if (i >= k.numel) return 0.0f;
+/// The hash of (seed, step, mb, rank, unit): computed once per buffer, not per element.
+SA_HD inline uint64_t grad_prefix(const GradKey& k) {
   uint64_t h = mix64(k.seed ^ 0x5eed5eed5eedull);
   h = mix64(h ^ (static_cast<uint64_t>(k.step) << 32 | k.mb));
-  h = mix64(h ^ (static_cast<uint64_t>(k.rank) << 32 | k.unit));
-  h = mix64(h ^ i);
-  if (k.mode == GenMode::dyadic) return static_cast<float>(static_cast<int>(h % 9) - 4) * 0.125f;
+  return mix64(h ^ (static_cast<uint64_t>(k.rank) << 32 | k.unit));
+}
+
+/// Element i of the gradient whose prefix hash is `prefix` (padding not handled here).
+SA_HD inline float grad_value_at(uint64_t prefix, GenMode mode, uint64_t i) {
+  const uint64_t h = mix64(prefix ^ i);
+  if (mode == GenMode::dyadic) return static_cast<float>(static_cast<int>(h % 9) - 4) * 0.125f;
   // 24 random bits -> a float in [-1, 1) with a full fp32 mantissa.
   return static_cast<float>(static_cast<int64_t>(h >> 40) - (1 << 23)) * 0x1p-23f;
+}
+
+/// g(seed, step, mb, rank, unit, i): the gradient element i; zero in the padding.
+SA_HD inline float grad_value(const GradKey& k, uint64_t i) {
+  return i >= k.numel ? 0.0f : grad_value_at(grad_prefix(k), k.mode, i);
 }
 
 /// Identifies one rank's finished shard of one unit, for the exact reference.
@@ -50,20 +59,26 @@ struct OracleKey {
 };
 
 /// Expected shard element j: (1/N) * sum over all K micro-batches and N ranks of g, in fp64.
-SA_HD inline double expected_value(const OracleKey& o, uint64_t j) {
+/// `prefixes` holds grad_prefix for (mb, rank) at index mb * N + rank (K * N entries).
+SA_HD inline double expected_value(const OracleKey& o, const uint64_t* prefixes, uint64_t j) {
   const uint64_t i = o.shard_offset + j;
   if (i >= o.numel) return 0.0;
   double sum = 0;
-  GradKey g{o.seed, o.step, 0, 0, o.unit, o.numel, o.mode};
-  for (uint32_t mb = 0; mb < o.k; ++mb)
-    for (uint32_t r = 0; r < o.world_size; ++r) {
-      g.mb = mb;
-      g.rank = r;
-      float v = grad_value(g, i);
-      if (o.grad_dtype == DType::bf16) v = bf16_to_float(float_to_bf16(v));
-      sum += v;
-    }
+  for (uint32_t q = 0; q < o.k * o.world_size; ++q) {
+    float v = grad_value_at(prefixes[q], o.mode, i);
+    if (o.grad_dtype == DType::bf16) v = bf16_to_float(float_to_bf16(v));
+    sum += v;
+  }
   return sum / o.world_size;
+}
+
+/// The K * N generator prefixes that expected_value sums over.
+inline std::vector<uint64_t> oracle_prefixes(const OracleKey& o) {
+  std::vector<uint64_t> p;
+  for (uint32_t mb = 0; mb < o.k; ++mb)
+    for (uint32_t r = 0; r < o.world_size; ++r)
+      p.push_back(grad_prefix(GradKey{o.seed, o.step, mb, r, o.unit, o.numel, o.mode}));
+  return p;
 }
 
 }  // namespace shardaccum

@@ -1,0 +1,61 @@
+#include "bench/backend_select.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+#include "strategies/backend/host_backend.hpp"
+#if defined(SHARDACCUM_HAVE_CUDA)
+#include "strategies/backend/cuda_backend.hpp"
+#endif
+
+namespace shardaccum {
+
+BackendChoice choose_backend(const std::string& requested) {
+  int gpus = 0;
+#if defined(SHARDACCUM_HAVE_CUDA)
+  gpus = cuda_device_count();
+  const char* built = "";
+#else
+  const char* built = " (this build has no CUDA backend: nvcc was not found at configure time)";
+#endif
+  BackendChoice c;
+  if (requested == "cuda" && gpus == 0)
+    throw std::runtime_error(std::string("--backend cuda: no GPU is visible") + built +
+                             "; use --backend host or auto");
+  if (requested == "cuda" || (requested == "auto" && gpus > 0)) {
+    c.name = "cuda";
+    c.why = requested == "auto" ? "auto: " + std::to_string(gpus) + " GPU(s) visible" : "requested";
+    c.max_world = gpus;
+    c.default_world = gpus;
+    c.default_model = "llama2-7b";
+    return c;
+  }
+  c.name = "host";
+  c.why = requested == "auto" ? std::string("auto: no GPU visible") + built : "requested";
+  return c;
+}
+
+BackendPool::BackendPool(BackendChoice choice, int host_threads, bool cupti)
+    : choice_(std::move(choice)), host_threads_(host_threads), cupti_(cupti) {}
+
+Backend& BackendPool::get(int world_size) {
+  auto it = worlds_.find(world_size);
+  if (it != worlds_.end()) return *it->second;
+  if (choice_.name == "cuda") {
+#if defined(SHARDACCUM_HAVE_CUDA)
+    worlds_.clear();
+    CudaBackendOptions o;
+    o.world_size = world_size;
+    o.host_add_threads = host_threads_;
+    (void)cupti_;
+    return *(worlds_[world_size] = make_cuda_backend(o));
+#endif
+  }
+  HostBackendOptions o;
+  o.world_size = world_size;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.add_threads = host_threads_ > 0 ? host_threads_ : std::max(1, hw / world_size);
+  return *(worlds_[world_size] = make_host_backend(o));
+}
+
+}  // namespace shardaccum

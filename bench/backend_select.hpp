@@ -1,0 +1,39 @@
+#pragma once
+// Chooses the backend (--backend host|cuda|auto) and keeps one Backend per world size, since a
+// cuda world owns its NCCL communicators.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "strategies/backend/backend.hpp"
+
+namespace shardaccum {
+
+struct BackendChoice {
+  std::string name;   // "host" or "cuda"
+  std::string why;    // e.g. "auto: no GPU visible (CUDA backend not built)"
+  int max_world = 1024;
+  int default_world = 2;
+  std::string default_model = "uniform:8x1M";
+};
+
+/// Resolves `requested` (host, cuda, auto). Throws std::runtime_error naming --backend when cuda
+/// was asked for and is not built or has no GPU.
+BackendChoice choose_backend(const std::string& requested);
+
+class BackendPool {
+ public:
+  BackendPool(BackendChoice choice, int host_threads, bool cupti);
+  /// The backend with `world_size` ranks, created on first use. Only one cuda world lives at a
+  /// time (the previous is destroyed first), so GPU memory is not held twice.
+  Backend& get(int world_size);
+  const BackendChoice& choice() const { return choice_; }
+
+ private:
+  BackendChoice choice_;
+  int host_threads_;
+  bool cupti_;
+  std::map<int, std::unique_ptr<Backend>> worlds_;
+};
+
+}  // namespace shardaccum

@@ -1,0 +1,149 @@
+#include "bench/bench_cases.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "bench/case_runner.hpp"
+
+namespace shardaccum {
+
+double reduce_scatter_busbw_gbps(double bytes, double ms, int n) {
+  if (ms <= 0 || n < 2) return 0;
+  return bytes / (ms * 1e-3) / 1e9 * (n - 1) / n;
+}
+
+namespace {
+
+struct Progress {
+  size_t total = 0, done = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  void case_done(const std::string& name, bool ok) {
+    ++done;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta = done ? el / done * (total - done) : 0;
+    std::fprintf(stderr, "[%zu/%zu] %s %s  (elapsed %.0f s, about %.0f s left)\n", done, total,
+                 ok ? "done" : "FAILED", name.c_str(), el, eta);
+  }
+};
+
+/// Per-step averages of what the measured steps reported.
+struct Totals {
+  StepMetrics sum;
+  int steps = 0;
+  void add(const StepMetrics& m) {
+    sum.step_ms += m.step_ms;
+    for (int p = 0; p < kPhaseCount; ++p) sum.phase_ms[p] += m.phase_ms[p];
+    sum.h2d_bytes += m.h2d_bytes;
+    sum.d2h_bytes += m.d2h_bytes;
+    sum.nccl_input_bytes += m.nccl_input_bytes;
+    sum.reduce_scatter_calls += m.reduce_scatter_calls;
+    sum.peak_device_bytes = std::max(sum.peak_device_bytes, m.peak_device_bytes);
+    sum.peak_pinned_bytes = std::max(sum.peak_pinned_bytes, m.peak_pinned_bytes);
+    ++steps;
+  }
+  double per_step(double v) const { return steps ? v / steps : 0; }
+};
+
+double ceiling(const nlohmann::json& ctx, const char* key) {
+  auto it = ctx.find(key);
+  return it != ctx.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s, Progress& progress) {
+  bool ok = false;
+  try {
+    Backend& backend = s.pool->get(spec.world_size);
+    const CasePlan plan = spec.plan();
+    const Prediction model = predict(plan, spec.world_size);
+    CaseRunner runner(backend, plan);
+    uint32_t step = 0;
+    for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
+    Totals t;
+    std::vector<OracleResult> oracle;
+    for (auto _ : st) {
+      const bool last = t.steps + 1 == s.steps;  // the oracle checks a step after the first
+      StepReport rep = runner.step(step++, last);
+      st.SetIterationTime(rep.max.step_ms * 1e-3);
+      t.add(rep.max);
+      if (last) oracle = rep.oracle;
+    }
+    double max_err = 0;
+    bool correct = !oracle.empty();
+    const double bound = error_bound(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
+    for (const OracleResult& o : oracle) {
+      max_err = std::max(max_err, std::isfinite(o.rel_err()) ? o.rel_err() : INFINITY);
+      correct = correct && is_correct(o, bound);
+    }
+    auto& c = st.counters;
+    const auto phase = [&](Phase p) { return t.per_step(t.sum.phase_ms[static_cast<int>(p)]); };
+    c["step_ms"] = t.per_step(t.sum.step_ms);
+    c["backward_ms"] = phase(Phase::backward);
+    c["nccl_ms"] = phase(Phase::reduce_scatter);
+    c["accumulate_ms"] = phase(Phase::accumulate);
+    c["cpu_add_ms"] = phase(Phase::cpu_add);
+    c["h2d_ms"] = phase(Phase::h2d);
+    c["d2h_ms"] = phase(Phase::d2h);
+    c["finalize_ms"] = phase(Phase::finalize);
+    c["nccl_busbw_gbps"] = reduce_scatter_busbw_gbps(t.per_step(t.sum.nccl_input_bytes),
+                                                     phase(Phase::reduce_scatter), spec.world_size);
+    c["h2d_bytes"] = t.per_step(t.sum.h2d_bytes);
+    c["d2h_bytes"] = t.per_step(t.sum.d2h_bytes);
+    c["nccl_input_bytes"] = t.per_step(t.sum.nccl_input_bytes);
+    c["reduce_scatter_calls"] = t.per_step(t.sum.reduce_scatter_calls);
+    c["peak_device_bytes"] = t.sum.peak_device_bytes;
+    c["peak_pinned_bytes"] = t.sum.peak_pinned_bytes;
+    c["model_h2d_bytes"] = model.h2d_bytes;
+    c["model_d2h_bytes"] = model.d2h_bytes;
+    c["model_nccl_input_bytes"] = model.nccl_input_bytes;
+    c["model_peak_device_bytes"] = model.peak_device_bytes;
+    c["model_peak_pinned_bytes"] = model.peak_pinned_bytes;
+    c["max_rel_err"] = max_err;
+    c["err_bound"] = bound;
+    c["correct"] = correct ? 1 : 0;
+    // Each phase against its ceiling measured in this run (cuda backend only).
+    const nlohmann::json ctx = backend.context();
+    const auto frac = [&](const char* name, double bytes, double ms, const char* key) {
+      const double cap = ceiling(ctx, key);
+      if (cap > 0 && ms > 0) c[name] = bytes / (ms * 1e-3) / 1e9 / cap;
+    };
+    frac("h2d_frac_ceiling", c["h2d_bytes"], c["h2d_ms"], "ceiling_h2d_gbps");
+    frac("d2h_frac_ceiling", c["d2h_bytes"], c["d2h_ms"], "ceiling_d2h_gbps");
+    if (const double cap = ceiling(ctx, "ceiling_reduce_scatter_busbw_gbps"); cap > 0 && c["nccl_busbw_gbps"] > 0)
+      c["nccl_frac_ceiling"] = c["nccl_busbw_gbps"] / cap;
+    st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
+                (correct ? "correct" : "WRONG max_rel_err=" + std::to_string(max_err)));
+    ok = true;
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+  }
+  progress.case_done(spec.name(), ok);
+}
+
+Progress& progress_state() {
+  static Progress progress;  // lives for the whole run of the registered cases
+  return progress;
+}
+
+}  // namespace
+
+void set_progress_total(size_t total) { progress_state().total = total; }
+
+void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings) {
+  Progress& progress = progress_state();
+  progress.total = cases.size();
+  for (const CaseSpec& spec : cases) {
+    benchmark::RegisterBenchmark(spec.name().c_str(),
+                                 [spec, settings, &progress](benchmark::State& st) {
+                                   run_case(st, spec, settings, progress);
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(settings.steps);
+  }
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,28 @@
+#pragma once
+// Registers the case matrix as Google Benchmark cases (manual time, one iteration per measured
+// step) and writes their counters: measured per step beside the model's prediction (DESIGN.md §7).
+#include <vector>
+
+#include "bench/backend_select.hpp"
+#include "bench/case_matrix.hpp"
+
+namespace shardaccum {
+
+struct SuiteSettings {
+  int warmup = 1;
+  int steps = 3;
+  BackendPool* pool = nullptr;
+};
+
+/// Registers every case; the cases run when benchmark::RunSpecifiedBenchmarks is called. Progress
+/// and an estimate of the time left go to stderr as each case ends.
+void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings);
+
+/// The number of case runs the progress line counts down (cases x repetitions after the filter).
+void set_progress_total(size_t total);
+
+/// nccl-tests' bus bandwidth of a reduce-scatter (doc/PERFORMANCE.md): algbw = input bytes per
+/// rank / time, busbw = algbw * (N-1)/N. `bytes` per rank, `ms` milliseconds; returns GB/s (1e9).
+double reduce_scatter_busbw_gbps(double bytes, double ms, int world_size);
+
+}  // namespace shardaccum

@@ -1,0 +1,34 @@
+#pragma once
+// Runs one case on a backend, one step at a time, every rank at once.
+#include <memory>
+#include <vector>
+
+#include "strategies/model.hpp"
+
+namespace shardaccum {
+
+/// One step as the case reports it: times are the max over ranks (a step ends when its slowest
+/// rank does), bytes and peaks the max over ranks (ranks move the same bytes by construction).
+struct StepReport {
+  StepMetrics max;
+  std::vector<StepMetrics> per_rank;
+  std::vector<OracleResult> oracle;  // per rank; filled only for a checked step
+};
+
+class CaseRunner {
+ public:
+  /// Builds one StepDriver per rank on `backend` (which must have plan.world_size ranks).
+  CaseRunner(Backend& backend, CasePlan plan);
+  ~CaseRunner();
+  /// Runs optimizer step `step` on every rank; checks the result against the oracle when `check`.
+  /// Throws the failing rank's error (AccumulationError, BackendError) when a rank fails.
+  StepReport step(uint32_t step, bool check);
+  const CasePlan& plan() const { return plan_; }
+
+ private:
+  Backend& backend_;
+  CasePlan plan_;
+  std::vector<std::unique_ptr<StepDriver>> drivers_;
+};
+
+}  // namespace shardaccum

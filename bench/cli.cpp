@@ -1,0 +1,192 @@
+#include "bench/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "bench/model_layouts.hpp"
+
+namespace shardaccum {
+namespace {
+
+const char* kDescription = R"(shardaccum_bench: sharded gradient accumulation, strategy by strategy.
+
+Every case runs one warm-up and --steps measured optimizer steps of K micro-batches on every rank,
+checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
+beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all`.
+
+Axes (DESIGN.md section 3):
+  schedule  n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
+            strings ending in S (nnnS, nSnS) or canonical names for --k: no-sync (n^(K-1)S),
+            sync (S^K), interleaved-nosync-last (K=4: nSnS), interleaved-sync-last (K=4: SnSS).
+  binding   data: raw in-place add on the saved shard's storage (FairScale, early FSDP1);
+            data-free: a checked add that validates operands and bumps a version (FSDP1/FSDP2).
+  offload   none: saved shard on the GPU; gpu-add: H2D saved, add on GPU, D2H (DeepSpeed ZeRO);
+            cpu-add: D2H out, add on the CPU (FSDP2); copy: D2H over saved (FSDP1/FairScale bug,
+            pytorch#73784, wrong by design: the oracle must catch it).
+  mode      flag: explicit has-saved-shard state; shape: infer from the gradient's shape and
+            placement (FSDP1), blind to a shard offloaded to the host.
+  preset    fairscale = data/copy/shape, fsdp1 = data-free/copy/shape,
+            fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag (replaces the three above).
+  dtype     grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16.
+
+Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_out=FILE.json
+--benchmark_out_format=json, --benchmark_repetitions=N, --benchmark_min_warmup_time, ...)";
+
+std::vector<std::string> split_all(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const auto& s : in) {
+    size_t b = 0;
+    while (b <= s.size()) {
+      size_t e = s.find(',', b);
+      if (e == std::string::npos) e = s.size();
+      if (e > b) out.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  return out;
+}
+
+template <size_t N>
+std::vector<std::string> expand(const std::vector<std::string>& values, const char* const (&all)[N],
+                                const char* flag) {
+  std::vector<std::string> v = split_all(values);
+  if (v.empty()) throw CliError(std::string(flag) + " is empty: give a value or `all`");
+  if (std::find(v.begin(), v.end(), "all") != v.end()) return {std::begin(all), std::end(all)};
+  for (const auto& x : v)
+    if (std::none_of(std::begin(all), std::end(all), [&](const char* a) { return x == a; })) {
+      std::string list;
+      for (const char* a : all) list += std::string(list.empty() ? "" : ", ") + a;
+      throw CliError(std::string(flag) + ": unknown value '" + x + "' (expected " + list + " or all)");
+    }
+  return v;
+}
+
+int parse_int(const std::string& s, const char* flag) {
+  try {
+    size_t pos = 0;
+    const long v = std::stol(s, &pos);
+    if (pos == s.size()) return static_cast<int>(v);
+  } catch (...) {
+  }
+  throw CliError(std::string(flag) + ": '" + s + "' is not an integer");
+}
+
+}  // namespace
+
+bool parse_cli(int argc, char** argv, BenchOptions& o) {
+  o.benchmark_args = {argv[0]};
+  std::vector<std::string> rest;
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  // Google Benchmark's flags are split off first so that CLI11 sees only ours.
+  std::vector<std::string> ours;
+  for (int i = argc - 1; i >= 1; --i) {
+    const std::string a = argv[i];
+    if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
+    else ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
+  }
+
+  CLI::App app{kDescription, "shardaccum_bench"};
+  app.get_formatter()->column_width(34);
+  app.add_option("--model", o.models,
+                 "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
+                 "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
+                 "backend, llama2-7b on cuda")->delimiter(',');
+  app.add_option("--world-size", o.world_sizes,
+                 "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda")->delimiter(',');
+  app.add_option("--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--k", o.k, "Micro-batches per step for canonical schedule names")->capture_default_str();
+  app.add_option("--binding", o.bindings, "data, data-free or all")->delimiter(',')->capture_default_str();
+  app.add_option("--offload", o.offloads, "none, gpu-add, cpu-add, copy or all")->delimiter(',')->capture_default_str();
+  app.add_option("--mode", o.modes, "flag, shape or all")->delimiter(',')->capture_default_str();
+  app.add_option("--preset", o.presets, "fairscale, fsdp1, fsdp2, zero3 or all (instead of the axes)")->delimiter(',');
+  app.add_option("--dtype", o.dtypes, "Dtype triples grad-reduce-accum")->delimiter(',')->capture_default_str();
+  app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Unmeasured steps before the measured ones")->capture_default_str();
+  app.add_option("--steps", o.steps, "Measured steps per case; the last is checked by the oracle")->capture_default_str();
+  app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the gradient generator")->capture_default_str();
+  app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
+  app.add_option("--cupti", o.cupti, "on or off: the in-process CUPTI collector (cuda)")->capture_default_str();
+  app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs");
+  app.add_flag("--list", o.list, "List the cases that would run, then exit");
+
+  try {
+    app.parse(ours);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help() << std::endl;
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw CliError(std::string(e.what()) + " (see --help)");
+  }
+  if (o.k < 1 || o.k > 4096) throw CliError("--k " + std::to_string(o.k) + ": give 1..4096 micro-batches");
+  if (o.steps < 1 || o.steps > 1000) throw CliError("--steps " + std::to_string(o.steps) + ": give 1..1000 measured steps");
+  if (o.warmup < 0 || o.warmup > 1000) throw CliError("--warmup " + std::to_string(o.warmup) + ": give 0..1000");
+  if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
+    throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
+  if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
+  if (o.cupti != "on" && o.cupti != "off") throw CliError("--cupti '" + o.cupti + "': expected on or off");
+  if (o.threads < 0) throw CliError("--threads must be >= 0");
+  return true;
+}
+
+MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
+                        int max_world) {
+  MatrixAxes a;
+  std::vector<std::string> dirs = o.config_dirs;
+  dirs.push_back(SHARDACCUM_CONFIG_DIR);
+  const auto models = o.models.empty() ? std::vector<std::string>{default_model} : split_all(o.models);
+  if (models.empty()) throw CliError("--model is empty");
+  for (const auto& m : models) {
+    try {
+      a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+  }
+  if (o.world_sizes.empty()) a.world_sizes = {default_world};
+  for (const auto& w : split_all(o.world_sizes)) {
+    const int n = parse_int(w, "--world-size");
+    if (n < 1) throw CliError("--world-size " + w + ": need at least 1 rank");
+    if (n > max_world)
+      throw CliError("--world-size " + w + ": this backend has at most " + std::to_string(max_world) +
+                     " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
+    a.world_sizes.push_back(n);
+  }
+  const auto scheds = split_all(o.schedules);
+  if (scheds.empty()) throw CliError("--schedule is empty: give n/S letters ending in S or `all`");
+  for (const auto& s : scheds) {
+    try {
+      if (s == "all")
+        for (const char* c : kCanonicalSchedules) a.schedules.push_back(canonical_schedule(c, o.k));
+      else
+        a.schedules.push_back(parse_schedule(s, o.k));
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+  }
+  if (!o.presets.empty()) {
+    for (const auto& p : expand(o.presets, kPresets, "--preset")) a.strategies.push_back(preset(p));
+  } else {
+    const auto bs = expand(o.bindings, kBindings, "--binding");
+    const auto os = expand(o.offloads, kOffloads, "--offload");
+    const auto ms = expand(o.modes, kModes, "--mode");
+    for (const auto& of : os)
+      for (const auto& b : bs)
+        for (const auto& m : ms) a.strategies.push_back({b, of, m});
+  }
+  for (const auto& d : split_all(o.dtypes)) {
+    try {
+      a.dtypes.push_back(parse_dtype_triple(d));
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+  }
+  if (a.dtypes.empty()) throw CliError("--dtype is empty: e.g. fp32-fp32-fp32");
+  a.gen = o.gen == "random" ? GenMode::random : GenMode::dyadic;
+  a.seed = o.seed;
+  return a;
+}
+
+}  // namespace shardaccum

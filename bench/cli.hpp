@@ -1,0 +1,43 @@
+#pragma once
+// The command line of shardaccum_bench: one flag per axis (a list or `all`), the backend, the
+// step counts. Google Benchmark's own `--benchmark_*` flags pass through untouched.
+#include <string>
+#include <vector>
+
+#include "bench/case_matrix.hpp"
+
+namespace shardaccum {
+
+struct BenchOptions {
+  std::vector<std::string> models;       // empty: the backend's default
+  std::vector<std::string> world_sizes;  // empty: the backend's default
+  std::vector<std::string> schedules{"all"};
+  int k = 4;
+  std::vector<std::string> bindings{"all"}, offloads{"all"}, modes{"all"}, presets;
+  std::vector<std::string> dtypes{"fp32-fp32-fp32"};
+  std::string backend = "auto";  // host | cuda | auto
+  int warmup = 1, steps = 3;
+  std::string gen = "dyadic";
+  uint64_t seed = 0x5a5a;
+  int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
+  bool list = false;
+  std::string cupti = "on";
+  std::vector<std::string> config_dirs;
+  std::vector<std::string> benchmark_args;  // argv[0] and every --benchmark_* flag
+  std::string command_line;                 // the exact command, for the JSON context
+};
+
+/// Thrown for bad input: the message names the flag and the fix. Nothing has run yet.
+struct CliError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses argv. Returns false when --help was printed (exit 0). Throws CliError.
+bool parse_cli(int argc, char** argv, BenchOptions& out);
+
+/// Resolves the axes (loads layouts, parses schedules and dtypes, expands `all`) for a backend
+/// whose default model and world size are given. Throws CliError naming the flag.
+MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
+                        int max_world);
+
+}  // namespace shardaccum

@@ -1,0 +1,155 @@
+// shardaccum_bench: the benchmark binary. Parses and validates everything before any GPU work,
+// registers the case matrix, runs it through Google Benchmark, and writes --benchmark_out via a
+// temporary file so that a result file is never half-written.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <unistd.h>
+
+#include "bench/bench_cases.hpp"
+#include "bench/cli.hpp"
+
+using namespace shardaccum;
+
+namespace {
+
+std::string run_git_commit() {
+  std::string out;
+  if (FILE* p = popen("git -C " SHARDACCUM_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
+    char buf[64];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out.empty() ? SHARDACCUM_GIT_COMMIT : out;
+}
+
+std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  for (const auto& a : args)
+    if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions opts;
+  std::vector<CaseSpec> cases;
+  BackendChoice choice;
+  try {
+    if (!parse_cli(argc, argv, opts)) return 0;
+    choice = choose_backend(opts.backend);
+    const MatrixAxes axes = resolve_axes(opts, choice.default_model, choice.default_world, choice.max_world);
+    cases = build_matrix(axes);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum_bench: error: %s\n", e.what());
+    return 2;
+  }
+
+  if (opts.list) {
+    for (const auto& c : cases) std::printf("%s\n", c.name().c_str());
+    std::fprintf(stderr, "%zu cases on backend %s\n", cases.size(), choice.name.c_str());
+    return 0;
+  }
+
+  // Google Benchmark writes --benchmark_out itself; point it at a temporary file and rename it
+  // once the run has finished, so an interrupted run never leaves a half-written result.
+  std::string out_path, tmp_path;
+  for (auto& a : opts.benchmark_args)
+    if (a.rfind("--benchmark_out=", 0) == 0) {
+      out_path = a.substr(std::string("--benchmark_out=").size());
+      if (out_path.empty()) {
+        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out= needs a file name\n");
+        return 2;
+      }
+      const auto dir = std::filesystem::path(out_path).parent_path();
+      if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' does not exist\n",
+                     dir.c_str());
+        return 2;
+      }
+      tmp_path = out_path + ".tmp." + std::to_string(getpid());
+      a = "--benchmark_out=" + tmp_path;
+    }
+
+  std::vector<char*> bargv;
+  for (auto& a : opts.benchmark_args) bargv.push_back(a.data());
+  int bargc = static_cast<int>(bargv.size());
+  benchmark::Initialize(&bargc, bargv.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, bargv.data())) return 2;
+
+  // Count what will really run, for the progress line (filter and repetitions applied).
+  size_t to_run = 0;
+  try {
+    std::string filter = flag_value(opts.benchmark_args, "--benchmark_filter");
+    const bool negate = !filter.empty() && filter[0] == '-';
+    if (negate) filter.erase(0, 1);
+    const std::regex re(filter.empty() || filter == "all" ? "." : filter);
+    for (const auto& c : cases) to_run += std::regex_search(c.name(), re) != negate;
+  } catch (const std::regex_error&) {
+    to_run = cases.size();
+  }
+  const std::string reps = flag_value(opts.benchmark_args, "--benchmark_repetitions");
+  if (!reps.empty()) to_run *= std::max(1, std::atoi(reps.c_str()));
+
+  BackendPool pool(choice, opts.threads, opts.cupti == "on");
+  benchmark::AddCustomContext("backend", choice.name);
+  benchmark::AddCustomContext("backend_choice", choice.why);
+  benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");
+  benchmark::AddCustomContext("bytes_source", "backend accounting");
+  benchmark::AddCustomContext("git_commit", run_git_commit());
+  benchmark::AddCustomContext("command", opts.command_line);
+  benchmark::AddCustomContext("k", std::to_string(opts.k));
+  benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
+  benchmark::AddCustomContext("measured_steps", std::to_string(opts.steps));
+  std::string models, worlds;
+  for (const auto& c : cases) {
+    if (models.find(c.layout->name) == std::string::npos) models += (models.empty() ? "" : ",") + c.layout->name;
+    const std::string w = std::to_string(c.world_size);
+    if (("," + worlds + ",").find("," + w + ",") == std::string::npos) worlds += (worlds.empty() ? "" : ",") + w;
+  }
+  benchmark::AddCustomContext("model", models);
+  benchmark::AddCustomContext("world_size", worlds);
+  if (choice.name == "host") {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    benchmark::AddCustomContext("machine", std::string(host) + " (no GPU; host backend)");
+    std::fprintf(stderr,
+                 "shardaccum_bench: backend: host (%s). Every time below is HOST WALL-CLOCK time of the "
+                 "reference backend, not GPU time.\n", choice.why.c_str());
+  } else {
+    // The cuda backend measures its ceilings when its world is created: do it now for the
+    // largest world so the context can carry them.
+    try {
+      int w = 0;
+      for (const auto& c : cases) w = std::max(w, c.world_size);
+      const nlohmann::json ctx = pool.get(w).context();
+      for (const auto& [k, v] : ctx.items())
+        benchmark::AddCustomContext(k == "backend" ? "backend_detail" : k, v.is_string() ? v.get<std::string>() : v.dump());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardaccum_bench: error: cuda backend: %s\n", e.what());
+      return 1;
+    }
+  }
+
+  SuiteSettings settings{opts.warmup, opts.steps, &pool};
+  register_cases(cases, settings);
+  set_progress_total(to_run);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+
+  if (!tmp_path.empty()) {
+    std::error_code ec;
+    std::filesystem::rename(tmp_path, out_path, ec);
+    if (ec) {
+      std::fprintf(stderr, "shardaccum_bench: error: could not move %s to %s: %s\n", tmp_path.c_str(),
+                   out_path.c_str(), ec.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "shardaccum_bench: wrote %s\n", out_path.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,798 @@
+// The cuda backend: ranks (streams, memory pool, pinned arena, NCCL communicator, the ordering of
+// operations) and the world (threads, communicators, failures). See cuda_backend_impl.hpp.
+#include "strategies/backend/cuda_backend.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "strategies/backend/cuda_backend_impl.hpp"
+#include "strategies/unit_grad.hpp"
+
+namespace shardaccum {
+namespace cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+constexpr int kStreamCount = 3;
+int idx(Stream s) { return static_cast<int>(s); }
+const char* stream_name(int s) {
+  constexpr const char* names[kStreamCount] = {"compute", "comm", "copy"};
+  return names[s];
+}
+
+std::string shape(const Buffer& b) {
+  return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" +
+         std::to_string(b.numel()) + "]";
+}
+
+ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : ncclBfloat16; }
+
+std::string version_string(int v) {  // CUDA: 1000*major + 10*minor
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+}  // namespace
+
+// ---- RankBarrier ---------------------------------------------------------------------------------
+
+void RankBarrier::reset() {
+  std::lock_guard<std::mutex> l(m_);
+  arrived_ = 0;
+  failed_ = false;
+}
+
+void RankBarrier::fail() {
+  {
+    std::lock_guard<std::mutex> l(m_);
+    failed_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RankBarrier::arrive_and_wait(const WaitPolicy& policy, const std::string& what) {
+  std::unique_lock<std::mutex> l(m_);
+  if (failed_) throw_peer_failed(what);
+  const uint64_t gen = generation_;
+  if (++arrived_ == n_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait_for(l, std::chrono::duration<double>(policy.timeout_s),
+               [&] { return generation_ != gen || failed_; });
+  if (generation_ != gen) return;
+  if (failed_) throw_peer_failed(what);
+  throw WaitTimeout(what + ": timed out after " + std::to_string(policy.timeout_s) +
+                    " s waiting for the other ranks");
+}
+
+bool RankBarrier::any(int rank, bool mine, const WaitPolicy& policy, const std::string& what) {
+  flags_[rank] = mine;
+  arrive_and_wait(policy, what);
+  bool any = false;
+  for (char f : flags_) any = any || f;
+  arrive_and_wait(policy, what);  // nobody overwrites a flag before every rank has read them
+  return any;
+}
+
+// ---- EventPool -----------------------------------------------------------------------------------
+
+cudaEvent_t EventPool::next() {
+  if (used_ == events_.size()) events_.emplace_back(timing_);
+  return events_[used_++].get();
+}
+
+// ---- CudaRank ------------------------------------------------------------------------------------
+
+CudaRank::CudaRank(CudaWorld& world, int rank, int device)
+    : world_(world),
+      rank_(rank),
+      device_(device),
+      streams_{UniqueStream(0), UniqueStream(0), UniqueStream(0)},
+      aux_(0),
+      pool_(device),
+      arena_(world.options().pinned_pool_bytes) {
+  pinned_capacity_ = arena_.capacity();
+}
+
+CudaRank::~CudaRank() {
+  try {
+    set_device(device_);
+    drain(WaitPolicy{30, nullptr}, who("shutdown"), false);
+    for (auto& [p, a] : allocs_)  // buffers that outlived the backend: their owners must not use them
+      if (a.space == MemSpace::device) cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute));
+    cudaStreamSynchronize(stream(Stream::compute));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d shutdown: %s\n", rank_, e.what());
+  }
+}
+
+int CudaRank::world_size() const { return world_.world_size(); }
+
+WaitPolicy CudaRank::policy() const { return world_.policy(); }
+
+std::string CudaRank::who(const char* op) const {
+  return "cuda backend rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) + "): " + op;
+}
+
+CudaRank::Alloc& CudaRank::live(const Buffer& b, const char* op, const char* role) {
+  if (!b) throw BackendError(who(op) + ": " + role + " is empty");
+  auto it = allocs_.find(b.data());
+  if (it == allocs_.end())
+    throw BackendError(who(op) + ": " + role + " " + shape(b) + " is not a live buffer of rank " +
+                       std::to_string(rank_) + " (freed?)");
+  return it->second;
+}
+
+CudaRank::Alloc& CudaRank::in_space(const Buffer& b, MemSpace s, const char* op, const char* role) {
+  Alloc& a = live(b, op, role);
+  if (b.space() != s)
+    throw BackendError(who(op) + ": " + role + " " + shape(b) +
+                       " is in the wrong memory space (expected " + space_name(s) + ")");
+  return a;
+}
+
+cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
+  cudaStream_t st = streams_[s].get();
+  for (const Use& u : uses) {
+    const Alloc& a = allocs_.at(u.b->data());
+    if (a.write.ev && a.write.stream != s) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.write.ev, 0));
+    if (u.write)
+      for (int t = 0; t < kStreamCount; ++t)
+        if (t != s && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.reads[t], 0));
+  }
+  cudaEvent_t start = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(start, st));
+  return start;
+}
+
+void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses) {
+  cudaEvent_t end = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
+  if (in_step_) ops_.push_back({p, start, end});
+  for (const Use& u : uses) {
+    Alloc& a = allocs_.at(u.b->data());
+    if (u.write) {
+      a.write = {end, s};
+      std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+    } else {
+      a.reads[s] = end;
+    }
+    a.last_stream = s;
+  }
+}
+
+void CudaRank::begin_host_op(std::initializer_list<Use> uses, const char* op) {
+  for (const Use& u : uses) {
+    const Alloc& a = allocs_.at(u.b->data());
+    if (a.write.ev) wait_event(a.write.ev, comm_, policy(), who(op));
+    if (u.write)
+      for (cudaEvent_t r : a.reads)
+        if (r) wait_event(r, comm_, policy(), who(op));
+  }
+}
+
+void CudaRank::end_host_op(Phase p, double ms, std::initializer_list<Use> uses) {
+  if (in_step_) m_.phase_ms[static_cast<int>(p)] += ms;
+  for (const Use& u : uses) {
+    if (!u.write) continue;
+    Alloc& a = allocs_.at(u.b->data());
+    a.write = {};  // every earlier GPU access has completed (begin_host_op waited)
+    std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+  }
+}
+
+// ---- memory --------------------------------------------------------------------------------------
+
+void CudaRank::sweep_deferred(bool wait_all) {
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    bool done = true;
+    for (cudaEvent_t ev : it->pending) {
+      if (wait_all) {
+        wait_event(ev, comm_, policy(), who("pinned allocate"));
+        continue;
+      }
+      const cudaError_t e = cudaEventQuery(ev);
+      if (e == cudaErrorNotReady) {
+        done = false;
+        break;
+      }
+      if (e != cudaSuccess) throw_cuda(e, "cudaEventQuery", __FILE__, __LINE__);
+    }
+    if (done) {
+      arena_.free(it->p);
+      it = deferred_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void* CudaRank::allocate_pinned(uint64_t bytes) {
+  sweep_deferred(false);
+  void* p = arena_.allocate(bytes, false);
+  if (!p && !deferred_.empty()) {  // before pinning more, wait for blocks a copy still used
+    sweep_deferred(true);
+    p = arena_.allocate(bytes, false);
+  }
+  if (!p) p = arena_.allocate(bytes, true);
+  pinned_growths_ = arena_.growths();
+  pinned_capacity_ = arena_.capacity();
+  return p;
+}
+
+Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) {
+  if (numel == 0) throw BackendError(who("allocate") + ": 0 elements");
+  set_device(device_);
+  const uint64_t bytes = numel * dtype_bytes(dtype);
+  const int si = idx(s);
+  void* p = nullptr;
+  Alloc a;
+  a.space = space;
+  a.bytes = bytes;
+  if (space == MemSpace::device) {
+    const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky: clear it
+      uint64_t used = 0;
+      cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used);
+      throw CudaError(who("allocate") + ": out of device memory allocating " + std::to_string(bytes) +
+                      " bytes (" + std::to_string(used) + " bytes in use)");
+    }
+    if (e != cudaSuccess) throw_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
+    // Another stream may use the memory only after the allocation's point on this one.
+    cudaEvent_t ev = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
+    a.write = {ev, si};
+    a.last_stream = si;
+  } else {
+    p = allocate_pinned(bytes);
+    pinned_current_ += bytes;
+    pinned_peak_ = std::max(pinned_peak_, pinned_current_);
+  }
+  allocs_.emplace(p, a);
+  return Buffer(this, p, space, dtype, numel);
+}
+
+void CudaRank::release(Buffer& b) noexcept {
+  try {
+    auto it = allocs_.find(b.data());
+    if (it == allocs_.end()) return;  // not ours (never expected)
+    set_device(device_);
+    Alloc& a = it->second;
+    if (a.space == MemSpace::device) {
+      // Free on the stream that used it last, after every other stream's use of it.
+      const int f = a.last_stream >= 0 ? a.last_stream : 0;
+      cudaStream_t fs = streams_[f].get();
+      if (a.write.ev && a.write.stream != f) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.write.ev, 0));
+      for (int t = 0; t < kStreamCount; ++t)
+        if (t != f && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.reads[t], 0));
+      SA_CUDA_CHECK(cudaFreeAsync(b.data(), fs));
+    } else {
+      // Counted as freed now; the block is reused once the copies that used it have completed.
+      DeferredFree d{b.data(), {}};
+      auto pending = [&](cudaEvent_t ev) {
+        if (ev && cudaEventQuery(ev) == cudaErrorNotReady) d.pending.push_back(ev);
+      };
+      pending(a.write.ev);
+      for (cudaEvent_t r : a.reads) pending(r);
+      cudaGetLastError();
+      if (d.pending.empty()) arena_.free(b.data());
+      else deferred_.push_back(std::move(d));
+      pinned_current_ -= a.bytes;
+    }
+    allocs_.erase(it);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d release: %s\n", rank_, e.what());
+  }
+}
+
+// ---- operations ----------------------------------------------------------------------------------
+
+void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
+  live(dst, "copy", "destination");
+  live(src, "copy", "source");
+  if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
+    throw BackendError(who("copy") + " between " + shape(src) + " and " + shape(dst) +
+                       ": copies move bytes, dtype and numel must match");
+  if (dst.space() == MemSpace::pinned_host && src.space() == MemSpace::pinned_host)
+    throw BackendError(who("copy") + ": host-to-host copy is not a transfer of this suite");
+  const bool h2d = src.space() == MemSpace::pinned_host;
+  const bool d2h = dst.space() == MemSpace::pinned_host;
+  const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
+  set_device(device_);
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+  SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
+  end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}});
+  if (h2d) m_.h2d_bytes += src.bytes();
+  if (d2h) m_.d2h_bytes += src.bytes();
+}
+
+void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
+  in_space(dst, space, "add", "accumulator");
+  in_space(src, space, "add", "addend");
+  if (dst.numel() != src.numel())
+    throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) + ": numel differs");
+  set_device(device_);
+  if (space == MemSpace::device) {
+    const int si = idx(s);
+    cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+    launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s));
+    end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+    return;
+  }
+  // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
+  begin_host_op({{&src, false}, {&dst, true}}, "cpu add");
+  const auto t0 = Clock::now();
+  host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
+  end_host_op(Phase::cpu_add, ms_since(t0), {{&src, false}, {&dst, true}});
+}
+
+void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
+  in_space(dst, MemSpace::device, "convert", "destination");
+  in_space(src, MemSpace::device, "convert", "source");
+  if (dst.numel() != src.numel())
+    throw BackendError(who("convert") + " of " + shape(src) + " into " + shape(dst) + ": numel differs");
+  set_device(device_);
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+  launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s));
+  end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+}
+
+void CudaRank::scale(Buffer& dst, double factor, Stream s) {
+  live(dst, "scale", "operand");
+  set_device(device_);
+  const float f = static_cast<float>(factor);  // as the host backend: one fp32 multiply
+  if (dst.space() == MemSpace::device) {
+    const int si = idx(s);
+    cudaEvent_t start = begin_gpu_op(si, {{&dst, true}});
+    launch_scale(dst.data(), dst.dtype(), dst.numel(), f, stream(s));
+    end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
+    return;
+  }
+  begin_host_op({{&dst, true}}, "scale");
+  const auto t0 = Clock::now();
+  host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads());
+  end_host_op(Phase::finalize, ms_since(t0), {{&dst, true}});
+}
+
+void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) {
+  in_space(grad, MemSpace::device, "generate", "gradient");
+  set_device(device_);
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}});
+  launch_generate(grad.data(), grad.dtype(), grad.numel(), key, accumulate, stream(s));
+  end_gpu_op(si, Phase::backward, start, {{&grad, true}});
+}
+
+void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
+  in_space(in, MemSpace::device, "reduce_scatter", "input");
+  in_space(out, MemSpace::device, "reduce_scatter", "output");
+  const int n = world_size();
+  if (in.dtype() != out.dtype() || in.numel() != out.numel() * static_cast<uint64_t>(n))
+    throw BackendError(who("reduce_scatter") + " of " + shape(in) + " into " + shape(out) +
+                       ": output must be input/world_size elements of the same dtype");
+  if (!comm_) throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
+  set_device(device_);
+  const int si = idx(Stream::comm);
+  cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
+  ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
+  const ncclResult_t r = ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()),
+                                           ncclSum, comm_, stream(Stream::comm));
+  if (r == ncclInProgress) settle(comm_, policy(), who("ncclReduceScatter"));
+  else if (r != ncclSuccess) throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
+  end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
+  m_.nccl_input_bytes += in.bytes();
+  ++m_.reduce_scatter_calls;
+}
+
+// ---- events --------------------------------------------------------------------------------------
+
+Event CudaRank::record(Stream s) {
+  set_device(device_);
+  size_t slot;
+  if (!user_free_.empty()) {
+    slot = user_free_.back();
+    user_free_.pop_back();
+  } else {
+    slot = user_events_.size();
+    user_events_.emplace_back(false);
+  }
+  SA_CUDA_CHECK(cudaEventRecord(user_events_[slot].get(), stream(s)));
+  const uint64_t id = ++next_event_id_;
+  user_live_.emplace(id, UserEvent{slot, step_seq_});
+  return Event{id};
+}
+
+cudaEvent_t CudaRank::user_event(Event e, const char* op) {
+  auto it = user_live_.find(e.id);
+  if (it == user_live_.end())
+    throw BackendError(who(op) + ": event " + std::to_string(e.id) +
+                       " is unknown or expired (an event lives for its step and the next)");
+  return user_events_[it->second.slot].get();
+}
+
+void CudaRank::wait(Stream waiter, Event e) {
+  if (e.id == 0) return;  // a default Event: nothing was recorded
+  set_device(device_);
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(waiter), user_event(e, "wait"), 0));
+}
+
+void CudaRank::host_wait(Event e) {
+  if (e.id == 0) return;
+  wait_event(user_event(e, "host_wait"), comm_, policy(), who("host_wait"));
+}
+
+bool CudaRank::any_rank(bool mine) {
+  return world_.barrier().any(rank_, mine, policy(), who("any_rank"));
+}
+
+// ---- steps ---------------------------------------------------------------------------------------
+
+void CudaRank::drain(const WaitPolicy& p, const std::string& what, bool watch_comm) {
+  for (int s = 0; s < kStreamCount; ++s) {
+    cudaEvent_t ev = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(ev, streams_[s].get()));
+    wait_event(ev, watch_comm ? comm_ : nullptr, p, what + " (" + stream_name(s) + " stream)");
+  }
+}
+
+void CudaRank::forget_pending() {
+  for (auto& [p, a] : allocs_) {
+    a.write = {};
+    std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+    a.last_stream = -1;
+  }
+  for (DeferredFree& d : deferred_) arena_.free(d.p);
+  deferred_.clear();
+  ops_.clear();
+  timing_.recycle();
+  marks_.recycle();
+}
+
+void CudaRank::begin_step() {
+  set_device(device_);
+  drain(policy(), who("begin_step"));
+  forget_pending();
+  ++step_seq_;
+  for (auto it = user_live_.begin(); it != user_live_.end();) {  // keep this and the last step's
+    if (it->second.step + 1 < step_seq_) {
+      user_free_.push_back(it->second.slot);
+      it = user_live_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  m_ = StepMetrics{};
+  uint64_t zero = 0;  // resets the high watermark to the memory in use now
+  SA_CUDA_CHECK(cudaMemPoolSetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &zero));
+  pinned_peak_ = pinned_current_;
+  // The step starts at one event on the compute stream that the other two streams wait for.
+  step_start_ = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
+  in_step_ = true;
+}
+
+StepMetrics CudaRank::end_step() {
+  if (!in_step_) throw BackendError(who("end_step") + " without begin_step");
+  set_device(device_);
+  for (Stream s : {Stream::comm, Stream::copy}) {
+    cudaEvent_t ev = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
+    SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::compute), ev, 0));
+  }
+  cudaEvent_t end = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(end, stream(Stream::compute)));
+  in_step_ = false;
+  wait_event(end, comm_, policy(), who("end_step"));
+  float ms = 0;
+  for (const TimedOp& op : ops_) {
+    SA_CUDA_CHECK(cudaEventElapsedTime(&ms, op.start, op.end));
+    m_.phase_ms[static_cast<int>(op.phase)] += ms;
+  }
+  SA_CUDA_CHECK(cudaEventElapsedTime(&ms, step_start_, end));
+  m_.step_ms = ms;
+  uint64_t high = 0;
+  SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &high));
+  m_.peak_device_bytes = high;
+  m_.peak_pinned_bytes = pinned_peak_;
+  forget_pending();  // every stream is idle: the end event follows all three
+  return m_;
+}
+
+// ---- oracle --------------------------------------------------------------------------------------
+
+ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
+  live(shard, "check_shard", "shard");
+  set_device(device_);
+  drain(policy(), who("check_shard"));
+  if (!check_partials_.get()) {
+    check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);
+    check_result_ = DeviceMemory(sizeof(CheckSums));
+  }
+  auto* partials = static_cast<CheckSums*>(check_partials_.get());
+  auto* result = static_cast<CheckSums*>(check_result_.get());
+  cudaStream_t s = aux_.get();
+  const std::vector<uint64_t> prefixes = oracle_prefixes(key);
+  if (check_prefixes_.bytes() < prefixes.size() * sizeof(uint64_t))
+    check_prefixes_ = DeviceMemory(prefixes.size() * sizeof(uint64_t));
+  auto* pre = static_cast<const uint64_t*>(check_prefixes_.get());
+  if (!prefixes.empty())
+    SA_CUDA_CHECK(cudaMemcpyAsync(check_prefixes_.get(), prefixes.data(),
+                                  prefixes.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, s));
+  SA_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(CheckSums), s));
+  if (shard.space() == MemSpace::device) {
+    launch_check(shard.data(), shard.dtype(), shard.numel(), 0, key, pre, partials, result, s);
+  } else {
+    // Kernels never read pinned memory: stage it through device scratch (oracle work, not traffic).
+    const uint64_t b = dtype_bytes(shard.dtype());
+    const uint64_t chunk = std::min<uint64_t>(shard.numel(), (64ull << 20) / b);
+    if (check_staging_.bytes() < chunk * b) check_staging_ = DeviceMemory(chunk * b);
+    for (uint64_t j = 0; j < shard.numel(); j += chunk) {
+      const uint64_t count = std::min(chunk, shard.numel() - j);
+      SA_CUDA_CHECK(cudaMemcpyAsync(check_staging_.get(), static_cast<const char*>(shard.data()) + j * b,
+                                    count * b, cudaMemcpyHostToDevice, s));
+      launch_check(check_staging_.get(), shard.dtype(), count, j, key, pre, partials, result, s);
+    }
+  }
+  CheckSums sums{};
+  SA_CUDA_CHECK(cudaMemcpyAsync(&sums, result, sizeof(CheckSums), cudaMemcpyDeviceToHost, s));
+  cudaEvent_t done = marks_.next();
+  SA_CUDA_CHECK(cudaEventRecord(done, s));
+  wait_event(done, nullptr, policy(), who("check_shard"));
+  return ShardCheck{sums.err_norm2, sums.ref_norm2, sums.nonfinite, sums.bad_padding};
+}
+
+// ---- CudaWorld -----------------------------------------------------------------------------------
+
+void rethrow_root(const std::vector<std::exception_ptr>& errors) {
+  std::exception_ptr first, peer;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const PeerFailure&) {
+      if (!peer) peer = e;
+    } catch (...) {
+      if (!first) first = e;
+    }
+  }
+  std::rethrow_exception(first ? first : peer);
+}
+
+CudaWorld::CudaWorld(const CudaBackendOptions& opts)
+    : opts_(opts), barrier_(opts.world_size), ranks_(opts.world_size) {
+  host_threads_ = opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
+  // Ranks are built on their own threads: pinning the arenas takes seconds for tens of GB.
+  auto errors = run_ranks([&](int r) { ranks_[r] = std::make_unique<CudaRank>(*this, r, opts.first_device + r); });
+  for (const auto& e : errors)
+    if (e) rethrow_root(errors);
+  init_comms();
+
+  int driver = 0, runtime = 0, nccl = 0, count = 0;
+  SA_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  SA_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  SA_CUDA_CHECK(cudaGetDeviceCount(&count));
+  SA_NCCL_CHECK(ncclGetVersion(&nccl));
+  nlohmann::json devices = nlohmann::json::array();
+  for (int r = 0; r < opts.world_size; ++r) {
+    cudaDeviceProp p{};
+    SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts.first_device + r));
+    char bus[32] = {};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + r);
+    devices.push_back({{"rank", r},
+                       {"device", opts.first_device + r},
+                       {"name", p.name},
+                       {"pci_bus_id", bus},
+                       {"total_memory_bytes", p.totalGlobalMem},
+                       {"sm_count", p.multiProcessorCount},
+                       {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)}});
+  }
+  static_context_ = {
+      {"backend", "cuda"},
+      {"time_domain", "CUDA events on each rank's streams"},
+      {"world_size", opts.world_size},
+      {"device_count", count},
+      {"devices", devices},
+      {"driver_version", version_string(driver)},
+      {"runtime_version", version_string(runtime)},
+      {"nccl_version", std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
+                           std::to_string(nccl % 100)},
+      {"nccl_header_version", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+                                  std::to_string(NCCL_PATCH)},
+      {"device_memory", "cudaMallocAsync pool per rank; peak = cudaMemPoolAttrUsedMemHigh"},
+      {"pinned_pool_bytes", opts.pinned_pool_bytes},
+      {"host_add_threads", host_threads_},
+      {"omp_max_threads", omp_get_max_threads()},
+      {"hardware_threads", std::thread::hardware_concurrency()},
+      {"timeout_s", opts.timeout_s}};
+  if (opts.measure_ceilings) {
+    try {
+      measure_ceilings();
+    } catch (...) {
+      destroy_comms(true);
+      throw;
+    }
+  }
+}
+
+CudaWorld::~CudaWorld() { destroy_comms(!comms_ok_); }
+
+std::vector<std::exception_ptr> CudaWorld::run_ranks(const std::function<void(int)>& fn) {
+  barrier_.reset();
+  std::vector<std::exception_ptr> errors(opts_.world_size);
+  std::vector<std::thread> threads;
+  threads.reserve(opts_.world_size);
+  for (int r = 0; r < opts_.world_size; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        set_device(opts_.first_device + r);
+        fn(r);
+      } catch (...) {
+        errors[r] = std::current_exception();
+        barrier_.fail();  // peers waiting at a barrier or polling a wait give up now
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+void CudaWorld::init_comms() {
+  ncclUniqueId id;
+  SA_NCCL_CHECK(ncclGetUniqueId(&id));
+  const int n = opts_.world_size;
+  auto errors = run_ranks([&](int r) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // every NCCL call returns; waits are ours, bounded and abortable
+    ncclComm_t c = nullptr;
+    const ncclResult_t res = ncclCommInitRankConfig(&c, n, id, r, &config);
+    ranks_[r]->set_comm(c);
+    if (res != ncclSuccess && res != ncclInProgress)
+      throw_nccl(res, "ncclCommInitRankConfig", __FILE__, __LINE__);
+    settle(c, policy(), "rank " + std::to_string(r) + ": ncclCommInitRankConfig");
+  });
+  for (const auto& e : errors)
+    if (e) {
+      destroy_comms(true);
+      rethrow_root(errors);
+    }
+  comms_ok_ = true;
+}
+
+void CudaWorld::destroy_comms(bool abort) noexcept {
+  const WaitPolicy p{std::min(opts_.timeout_s, 60.0), nullptr};
+  auto errors = run_ranks([&](int r) {
+    ncclComm_t c = ranks_[r] ? ranks_[r]->comm() : nullptr;
+    if (!c) return;
+    if (abort) {
+      ranks_[r]->set_comm(nullptr);
+      ncclCommAbort(c);
+      return;
+    }
+    SA_NCCL_CHECK(ncclCommFinalize(c));
+    settle(c, p, "rank " + std::to_string(r) + ": ncclCommFinalize");
+    ranks_[r]->set_comm(nullptr);
+    SA_NCCL_CHECK(ncclCommDestroy(c));
+  });
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (!errors[r]) continue;
+    try {
+      std::rethrow_exception(errors[r]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardaccum cuda: rank %zu communicator teardown: %s\n", r, e.what());
+    }
+    if (ranks_[r] && ranks_[r]->comm()) {  // finalize failed: abort instead
+      cudaSetDevice(opts_.first_device + static_cast<int>(r));
+      ncclCommAbort(ranks_[r]->comm());
+      ranks_[r]->set_comm(nullptr);
+    }
+  }
+  comms_ok_ = false;
+}
+
+void CudaWorld::run(const std::function<void(RankBackend&)>& fn) {
+  if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
+  if (!comms_ok_) init_comms();
+  auto errors = run_ranks([&](int r) { fn(*ranks_[r]); });
+  for (const auto& e : errors)
+    if (e) {
+      recover(errors);
+      rethrow_root(errors);
+    }
+}
+
+void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
+  // A collective may be stuck when the ranks issued different numbers of them, or when NCCL
+  // failed or a wait timed out: then the communicators are aborted (and rebuilt by the next run).
+  bool abort = false;
+  for (const auto& r : ranks_)
+    abort = abort || r->collectives_issued() != ranks_[0]->collectives_issued();
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const NcclError&) {
+      abort = true;
+    } catch (const WaitTimeout&) {
+      abort = true;
+    } catch (...) {
+    }
+  }
+  if (abort) destroy_comms(true);
+  auto drained = run_ranks([&](int r) {
+    ranks_[r]->drain(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr}, "recovery", false);
+    ranks_[r]->forget_pending();
+  });
+  for (size_t r = 0; r < drained.size(); ++r) {
+    if (!drained[r]) continue;
+    try {
+      std::rethrow_exception(drained[r]);
+    } catch (const std::exception& e) {
+      dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + e.what();
+    }
+  }
+}
+
+nlohmann::json CudaWorld::context() const {
+  nlohmann::json j = static_context_;
+  nlohmann::json growths = nlohmann::json::array(), capacity = nlohmann::json::array();
+  for (const auto& r : ranks_) {
+    growths.push_back(r->pinned_growths());
+    capacity.push_back(r->pinned_capacity());
+  }
+  j["pinned_arena_growths"] = growths;
+  j["pinned_arena_bytes"] = capacity;
+  std::lock_guard<std::mutex> l(ceilings_mutex_);
+  j.update(ceilings_);
+  return j;
+}
+
+}  // namespace cuda
+
+// ---- public API ----------------------------------------------------------------------------------
+
+int cuda_device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
+  const int count = cuda_device_count();
+  if (opts.world_size < 1)
+    throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) + ": must be at least 1");
+  if (opts.first_device < 0 || opts.first_device + opts.world_size > count)
+    throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) +
+                                ": the cuda backend needs one GPU per rank, but " +
+                                std::to_string(count) + " GPU(s) are visible" +
+                                (opts.first_device ? " from device " + std::to_string(opts.first_device)
+                                                   : std::string()) +
+                                " (check CUDA_VISIBLE_DEVICES, or use --backend host)");
+  if (!(opts.timeout_s > 0)) throw std::invalid_argument("cuda backend: timeout_s must be positive");
+  return std::make_unique<cuda::CudaWorld>(opts);
+}
+
+nlohmann::json measure_cuda_ceilings(Backend& backend) {
+  auto* world = dynamic_cast<cuda::CudaWorld*>(&backend);
+  if (!world) throw std::invalid_argument("measure_cuda_ceilings: backend '" + backend.name() + "' is not cuda");
+  return world->measure_ceilings();
+}
+
+}  // namespace shardaccum

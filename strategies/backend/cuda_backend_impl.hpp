@@ -1,0 +1,214 @@
+#pragma once
+// Internals of the cuda backend, shared by cuda_backend.cpp (the ranks and the world) and
+// cuda_ceilings.cpp (the ceilings). Not for strategies: they see only backend.hpp.
+//
+// Ordering. Every operation is issued on one of the rank's three streams. Besides the events the
+// strategies record and wait on, the backend orders each operation after the last write of every
+// operand on another stream (and a write after the other streams' reads), using the end event of
+// those operations: a strategy that forgets a wait cannot produce a race, only less overlap.
+// A buffer is freed on the stream that used it last, after the others' uses of it.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "strategies/backend/backend.hpp"
+#include "strategies/backend/cuda_backend.hpp"
+#include "strategies/backend/cuda_check.hpp"
+#include "strategies/backend/cuda_kernels.hpp"
+#include "strategies/backend/cuda_pinned_arena.hpp"
+
+namespace shardaccum::cuda {
+
+/// The rendezvous of the rank threads (any_rank, the ceilings): a rank that fails releases the
+/// others with PeerFailure; a wait past the timeout throws WaitTimeout.
+class RankBarrier {
+ public:
+  explicit RankBarrier(int n) : n_(n), flags_(n) {}
+  void reset();  // before the threads start
+  void fail();   // a rank failed: wake and fail every waiter, now and later
+  const std::atomic<bool>* failed_flag() const { return &failed_; }
+  void arrive_and_wait(const WaitPolicy& policy, const std::string& what);
+  /// True on every rank if any rank passed true.
+  bool any(int rank, bool mine, const WaitPolicy& policy, const std::string& what);
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int n_, arrived_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<char> flags_;
+  std::atomic<bool> failed_{false};
+};
+
+/// Events that are reused once every stream of the rank has drained.
+class EventPool {
+ public:
+  explicit EventPool(bool timing) : timing_(timing) {}
+  cudaEvent_t next();
+  void recycle() { used_ = 0; }
+
+ private:
+  bool timing_;
+  std::vector<UniqueEvent> events_;
+  size_t used_ = 0;
+};
+
+class CudaWorld;
+
+class CudaRank final : public RankBackend {
+ public:
+  CudaRank(CudaWorld& world, int rank, int device);
+  ~CudaRank() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override;
+  Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) override;
+  void copy(Buffer& dst, const Buffer& src, Stream s) override;
+  void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) override;
+  void convert(Buffer& dst, const Buffer& src, Stream s) override;
+  void scale(Buffer& dst, double factor, Stream s) override;
+  void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) override;
+  void reduce_scatter(Buffer& out, const Buffer& in) override;
+  Event record(Stream s) override;
+  void wait(Stream waiter, Event e) override;
+  void host_wait(Event e) override;
+  bool any_rank(bool mine) override;
+  ShardCheck check_shard(const Buffer& shard, const OracleKey& key) override;
+  void begin_step() override;
+  StepMetrics end_step() override;
+  void release(Buffer& b) noexcept override;
+
+  // ---- for the world and the ceilings ----
+  int device() const { return device_; }
+  cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)].get(); }
+  ncclComm_t comm() const { return comm_; }
+  void set_comm(ncclComm_t c) {
+    comm_ = c;
+    collectives_ = 0;
+  }
+  uint64_t collectives_issued() const { return collectives_; }
+  WaitPolicy policy() const;
+  /// Waits for all three streams (comm's asynchronous errors watched when `watch_comm`).
+  void drain(const WaitPolicy& policy, const std::string& what, bool watch_comm = true);
+  /// After drain: every recorded access is complete, so hazards, deferred pinned frees and the
+  /// event pools are forgotten.
+  void forget_pending();
+  int pinned_growths() const { return pinned_growths_.load(); }
+  uint64_t pinned_capacity() const { return pinned_capacity_.load(); }
+
+ private:
+  struct Access {
+    cudaEvent_t ev = nullptr;
+    int stream = -1;
+  };
+  struct Alloc {
+    MemSpace space = MemSpace::device;
+    uint64_t bytes = 0;
+    Access write;                  // the last write (or the allocation, on its stream)
+    cudaEvent_t reads[3] = {};     // the last read on each stream since that write
+    int last_stream = -1;          // the stream of the most recent access
+  };
+  struct Use {
+    const Buffer* b;
+    bool write;
+  };
+  struct TimedOp {
+    Phase phase;
+    cudaEvent_t start, end;
+  };
+  struct DeferredFree {
+    void* p;
+    std::vector<cudaEvent_t> pending;
+  };
+  struct UserEvent {
+    size_t slot;
+    uint64_t step;
+  };
+
+  std::string who(const char* op) const;
+  Alloc& live(const Buffer& b, const char* op, const char* role);
+  Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
+  cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
+  void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses);
+  void begin_host_op(std::initializer_list<Use> uses, const char* op);
+  void end_host_op(Phase p, double ms, std::initializer_list<Use> uses);
+  void sweep_deferred(bool wait_all);
+  void* allocate_pinned(uint64_t bytes);
+  cudaEvent_t user_event(Event e, const char* op);
+
+  CudaWorld& world_;
+  int rank_, device_;
+  UniqueStream streams_[3];
+  UniqueStream aux_;  // oracle work: not in the step
+  UniqueMemPool pool_;
+  PinnedArena arena_;
+  ncclComm_t comm_ = nullptr;
+  uint64_t collectives_ = 0;
+  EventPool timing_{true}, marks_{false};
+  std::vector<UniqueEvent> user_events_;
+  std::vector<size_t> user_free_;
+  std::unordered_map<uint64_t, UserEvent> user_live_;
+  uint64_t next_event_id_ = 0;
+
+  std::unordered_map<const void*, Alloc> allocs_;
+  std::vector<DeferredFree> deferred_;
+  uint64_t pinned_current_ = 0, pinned_peak_ = 0;
+  std::atomic<int> pinned_growths_{0};
+  std::atomic<uint64_t> pinned_capacity_{0};
+
+  bool in_step_ = false;
+  uint64_t step_seq_ = 0;
+  cudaEvent_t step_start_ = nullptr;
+  std::vector<TimedOp> ops_;
+  StepMetrics m_;
+
+  DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
+};
+
+class CudaWorld final : public Backend {
+ public:
+  explicit CudaWorld(const CudaBackendOptions& opts);
+  ~CudaWorld() override;
+
+  std::string name() const override { return "cuda"; }
+  int world_size() const override { return opts_.world_size; }
+  void run(const std::function<void(RankBackend&)>& fn) override;
+  nlohmann::json context() const override;
+  bool gpu_times() const override { return true; }
+
+  /// Ceilings measured on all ranks at once (cuda_ceilings.cpp); also stored for context().
+  nlohmann::json measure_ceilings();
+
+  const CudaBackendOptions& options() const { return opts_; }
+  int host_threads() const { return host_threads_; }
+  RankBarrier& barrier() { return barrier_; }
+  WaitPolicy policy() const { return {opts_.timeout_s, barrier_.failed_flag()}; }
+
+ private:
+  /// Runs fn(rank) on one thread per rank (device current); returns each rank's exception.
+  std::vector<std::exception_ptr> run_ranks(const std::function<void(int)>& fn);
+  void init_comms();
+  void destroy_comms(bool abort) noexcept;
+  void recover(const std::vector<std::exception_ptr>& errors);
+
+  CudaBackendOptions opts_;
+  int host_threads_ = 1;
+  RankBarrier barrier_;
+  std::vector<std::unique_ptr<CudaRank>> ranks_;
+  bool comms_ok_ = false;
+  std::string dead_;  // why the backend can no longer run, when it cannot
+  nlohmann::json static_context_;
+  mutable std::mutex ceilings_mutex_;
+  nlohmann::json ceilings_ = nlohmann::json::object();
+};
+
+/// Rethrows the root cause: the first error that is not a PeerFailure, else the first.
+[[noreturn]] void rethrow_root(const std::vector<std::exception_ptr>& errors);
+
+}  // namespace shardaccum::cuda

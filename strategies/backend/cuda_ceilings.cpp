@@ -1,0 +1,168 @@
+// Ceilings (DESIGN.md §6), measured the way the strategies use the hardware: every rank at once
+// (a barrier starts each measurement together), on the rank's own streams, both copy directions
+// at once for `bidir`. Per rank figures in GB/s (1e9 B/s), averaged over the ranks.
+#include <chrono>
+#include <cstring>
+#include <functional>
+
+#include "strategies/backend/cuda_backend_impl.hpp"
+
+namespace shardaccum::cuda {
+
+namespace {
+
+struct RankCeilings {
+  double h2d = 0, d2h = 0, bidir = 0, device_copy = 0, rs_algbw = 0, rs_busbw = 0, host_add = 0;
+};
+
+double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
+
+}  // namespace
+
+nlohmann::json CudaWorld::measure_ceilings() {
+  if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
+  if (!comms_ok_) init_comms();
+  const int n = opts_.world_size;
+  std::vector<RankCeilings> res(n);
+  const auto t0 = std::chrono::steady_clock::now();
+
+  auto errors = run_ranks([&](int r) {
+    CudaRank& rank = *ranks_[r];
+    const WaitPolicy p = policy();
+    const std::string what = "rank " + std::to_string(r) + ": ceilings";
+    cudaStream_t compute = rank.stream(Stream::compute), comm = rank.stream(Stream::comm),
+                 copy = rank.stream(Stream::copy);
+    UniqueEvent start(true), stop(true), join(false);
+
+    // Mean ms of one iteration of `issue` (enqueued `iters` times after one warm-up), all ranks
+    // starting together; the first stream in `streams` carries the timing, the others join it.
+    auto timed = [&](const std::function<void()>& issue, std::initializer_list<cudaStream_t> streams,
+                     int iters) {
+      issue();
+      barrier_.arrive_and_wait(p, what);
+      cudaStream_t first = *streams.begin();
+      SA_CUDA_CHECK(cudaEventRecord(start.get(), first));
+      for (cudaStream_t s : streams)
+        if (s != first) SA_CUDA_CHECK(cudaStreamWaitEvent(s, start.get(), 0));
+      for (int i = 0; i < iters; ++i) issue();
+      for (cudaStream_t s : streams)
+        if (s != first) {
+          SA_CUDA_CHECK(cudaEventRecord(join.get(), s));
+          SA_CUDA_CHECK(cudaStreamWaitEvent(first, join.get(), 0));
+        }
+      SA_CUDA_CHECK(cudaEventRecord(stop.get(), first));
+      wait_event(stop.get(), rank.comm(), p, what);
+      float ms = 0;
+      SA_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+      return static_cast<double>(ms) / iters;
+    };
+
+    // Pinned copies, one direction and both at once.
+    const uint64_t cb = opts_.ceiling_copy_bytes;
+    const uint64_t db = opts_.ceiling_device_copy_bytes;
+    PinnedMemory hsrc(cb), hdst(cb);
+    std::memset(hsrc.get(), 0, cb);
+    std::memset(hdst.get(), 0, cb);
+    DeviceMemory da(std::max(cb, db)), dbuf(std::max(cb, db));
+    SA_CUDA_CHECK(cudaMemsetAsync(da.get(), 0, da.bytes(), compute));
+    SA_CUDA_CHECK(cudaMemsetAsync(dbuf.get(), 0, dbuf.bytes(), compute));
+    SA_CUDA_CHECK(cudaStreamSynchronize(compute));
+    auto h2d = [&](cudaStream_t s) {
+      SA_CUDA_CHECK(cudaMemcpyAsync(da.get(), hsrc.get(), cb, cudaMemcpyHostToDevice, s));
+    };
+    auto d2h = [&](cudaStream_t s) {
+      SA_CUDA_CHECK(cudaMemcpyAsync(hdst.get(), dbuf.get(), cb, cudaMemcpyDeviceToHost, s));
+    };
+    res[r].h2d = gbps(cb, timed([&] { h2d(copy); }, {copy}, 4));
+    res[r].d2h = gbps(cb, timed([&] { d2h(copy); }, {copy}, 4));
+    res[r].bidir = gbps(2.0 * cb, timed([&] { h2d(copy); d2h(comm); }, {copy, comm}, 4));
+
+    // Device copy: bytes read + written.
+    res[r].device_copy = gbps(2.0 * db, timed([&] {
+      SA_CUDA_CHECK(cudaMemcpyAsync(dbuf.get(), da.get(), db, cudaMemcpyDeviceToDevice, compute));
+    }, {compute}, 10));
+
+    // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
+    const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
+    DeviceMemory rs_in(count * n * 4), rs_out(count * 4);
+    SA_CUDA_CHECK(cudaMemsetAsync(rs_in.get(), 0, rs_in.bytes(), comm));
+    auto rs = [&] {
+      const ncclResult_t res_ = ncclReduceScatter(rs_in.get(), rs_out.get(), count, ncclFloat32,
+                                                  ncclSum, rank.comm(), comm);
+      if (res_ == ncclInProgress) settle(rank.comm(), p, what + " (reduce-scatter)");
+      else if (res_ != ncclSuccess) throw_nccl(res_, "ncclReduceScatter", __FILE__, __LINE__);
+    };
+    rs();  // a second warm-up: the first call also sets up connections
+    const double rs_ms = timed(rs, {comm}, 10);
+    res[r].rs_algbw = gbps(static_cast<double>(count) * n * 4, rs_ms);
+    res[r].rs_busbw = res[r].rs_algbw * (n - 1) / n;
+
+    // Host add a += b in fp32 on this rank's threads, all ranks at once: 12 bytes per element.
+    const uint64_t hb = opts_.ceiling_host_add_bytes;
+    PinnedMemory ha, hbm;
+    void* a = hdst.get();
+    void* b = hsrc.get();
+    if (hb > cb) {
+      ha = PinnedMemory(hb);
+      hbm = PinnedMemory(hb);
+      std::memset(ha.get(), 0, hb);
+      std::memset(hbm.get(), 0, hb);
+      a = ha.get();
+      b = hbm.get();
+    }
+    const uint64_t el = hb / 4;
+    host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);  // warm-up (thread team)
+    barrier_.arrive_and_wait(p, what);
+    constexpr int kIters = 3;
+    const auto h0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; ++i) host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
+    const double hms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count();
+    res[r].host_add = gbps(12.0 * el * kIters, hms);
+    SA_CUDA_CHECK(cudaDeviceSynchronize());
+  });
+  for (const auto& e : errors)
+    if (e) {
+      destroy_comms(true);
+      recover(errors);
+      rethrow_root(errors);
+    }
+
+  auto mean = [&](double RankCeilings::*f) {
+    double s = 0;
+    for (const auto& x : res) s += x.*f;
+    return s / n;
+  };
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const auto& x : res)
+    per_rank.push_back({{"h2d_gbps", x.h2d},
+                        {"d2h_gbps", x.d2h},
+                        {"bidir_gbps", x.bidir},
+                        {"device_copy_gbps", x.device_copy},
+                        {"reduce_scatter_algbw_gbps", x.rs_algbw},
+                        {"reduce_scatter_busbw_gbps", x.rs_busbw},
+                        {"host_add_gbps", x.host_add}});
+  nlohmann::json j = {
+      {"ceiling_h2d_gbps", mean(&RankCeilings::h2d)},
+      {"ceiling_d2h_gbps", mean(&RankCeilings::d2h)},
+      {"ceiling_bidir_gbps", mean(&RankCeilings::bidir)},
+      {"ceiling_device_copy_gbps", mean(&RankCeilings::device_copy)},
+      {"ceiling_reduce_scatter_busbw_gbps", mean(&RankCeilings::rs_busbw)},
+      {"ceiling_reduce_scatter_algbw_gbps", mean(&RankCeilings::rs_algbw)},
+      {"ceiling_host_add_gbps", mean(&RankCeilings::host_add)},
+      {"ceiling_per_rank", per_rank},
+      {"ceiling_copy_bytes", opts_.ceiling_copy_bytes},
+      {"ceiling_device_copy_bytes", opts_.ceiling_device_copy_bytes},
+      {"ceiling_reduce_scatter_bytes", opts_.ceiling_reduce_scatter_bytes},
+      {"ceiling_reduce_scatter_dtype", "fp32"},
+      {"ceiling_host_add_bytes", opts_.ceiling_host_add_bytes},
+      {"ceiling_host_add_threads", host_threads_},
+      {"ceiling_seconds",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  {
+    std::lock_guard<std::mutex> l(ceilings_mutex_);
+    ceilings_ = j;
+  }
+  return j;
+}
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,264 @@
+// Device kernels of the cuda backend: grid-stride loops over 8 elements per step (16-byte accesses
+// for bf16, two for fp32), a scalar tail, and the oracle's fp64 comparison with a block reduction.
+#include <algorithm>
+#include <cstdint>
+
+#include "strategies/backend/cuda_check.hpp"
+#include "strategies/backend/cuda_kernels.hpp"
+
+namespace shardaccum::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxBlocks = 8192;  // grid-stride beyond: H200 has 132 SMs of 2048 threads
+constexpr int kVec = 8;
+
+int blocks_for(uint64_t items) {
+  const uint64_t b = (items + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// ---- element access by dtype -------------------------------------------------------------------
+template <DType T>
+__device__ __forceinline__ float load1(const void* p, uint64_t i) {
+  if constexpr (T == DType::fp32) return static_cast<const float*>(p)[i];
+  else return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+}
+template <DType T>
+__device__ __forceinline__ void store1(void* p, uint64_t i, float v) {
+  if constexpr (T == DType::fp32) static_cast<float*>(p)[i] = v;
+  else static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+}
+
+/// Loads elements [8v, 8v + 8): one 16-byte load for bf16, two for fp32.
+template <DType T>
+__device__ __forceinline__ void load8(const void* p, uint64_t v, float (&x)[kVec]) {
+  if constexpr (T == DType::fp32) {
+    const float4* q = static_cast<const float4*>(p) + 2 * v;
+    const float4 a = q[0], b = q[1];
+    x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+    x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+  } else {
+    const uint4 u = static_cast<const uint4*>(p)[v];
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x[2 * k] = bf16_to_float(static_cast<uint16_t>(w[k] & 0xffffu));
+      x[2 * k + 1] = bf16_to_float(static_cast<uint16_t>(w[k] >> 16));
+    }
+  }
+}
+template <DType T>
+__device__ __forceinline__ void store8(void* p, uint64_t v, const float (&x)[kVec]) {
+  if constexpr (T == DType::fp32) {
+    float4* q = static_cast<float4*>(p) + 2 * v;
+    q[0] = make_float4(x[0], x[1], x[2], x[3]);
+    q[1] = make_float4(x[4], x[5], x[6], x[7]);
+  } else {
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      w[k] = static_cast<uint32_t>(float_to_bf16(x[2 * k])) |
+             static_cast<uint32_t>(float_to_bf16(x[2 * k + 1])) << 16;
+    static_cast<uint4*>(p)[v] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// ---- generate ------------------------------------------------------------------------------------
+template <DType T, bool Vec>
+__global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumulate) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
+  const uint64_t prefix = grad_prefix(key);
+  auto g_at = [&](uint64_t i) { return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i); };
+  uint64_t done = 0;
+  if constexpr (Vec) {
+    const uint64_t nv = n / kVec;
+    for (uint64_t v = tid; v < nv; v += stride) {
+      float x[kVec] = {};
+      if (accumulate) load8<T>(grad, v, x);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) x[k] = accumulate ? x[k] + g_at(v * kVec + k) : g_at(v * kVec + k);
+      store8<T>(grad, v, x);
+    }
+    done = nv * kVec;
+  }
+  for (uint64_t i = done + tid; i < n; i += stride)
+    store1<T>(grad, i, accumulate ? load1<T>(grad, i) + g_at(i) : g_at(i));
+}
+
+// ---- add / convert -------------------------------------------------------------------------------
+template <DType D, DType S, bool Assign, bool Vec>
+__global__ void add_kernel(void* dst, const void* src, uint64_t n) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  uint64_t done = 0;
+  if constexpr (Vec) {
+    const uint64_t nv = n / kVec;
+    for (uint64_t v = tid; v < nv; v += stride) {
+      float d[kVec], s[kVec];
+      load8<S>(src, v, s);
+      if constexpr (!Assign) load8<D>(dst, v, d);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) d[k] = Assign ? s[k] : d[k] + s[k];
+      store8<D>(dst, v, d);
+    }
+    done = nv * kVec;
+  }
+  for (uint64_t i = done + tid; i < n; i += stride) {
+    const float s = load1<S>(src, i);
+    store1<D>(dst, i, Assign ? s : load1<D>(dst, i) + s);
+  }
+}
+
+// ---- scale ---------------------------------------------------------------------------------------
+template <DType T, bool Vec>
+__global__ void scale_kernel(void* dst, uint64_t n, float f) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  uint64_t done = 0;
+  if constexpr (Vec) {
+    const uint64_t nv = n / kVec;
+    for (uint64_t v = tid; v < nv; v += stride) {
+      float d[kVec];
+      load8<T>(dst, v, d);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) d[k] *= f;
+      store8<T>(dst, v, d);
+    }
+    done = nv * kVec;
+  }
+  for (uint64_t i = done + tid; i < n; i += stride) store1<T>(dst, i, load1<T>(dst, i) * f);
+}
+
+// ---- oracle --------------------------------------------------------------------------------------
+__device__ __forceinline__ CheckSums warp_sum(CheckSums c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    c.err_norm2 += __shfl_down_sync(0xffffffffu, c.err_norm2, o);
+    c.ref_norm2 += __shfl_down_sync(0xffffffffu, c.ref_norm2, o);
+    c.nonfinite += __shfl_down_sync(0xffffffffu, c.nonfinite, o);
+    c.bad_padding += __shfl_down_sync(0xffffffffu, c.bad_padding, o);
+  }
+  return c;
+}
+
+/// Sums c over the block (fixed order: deterministic); the result is valid in thread 0.
+__device__ CheckSums block_sum(CheckSums c) {
+  __shared__ CheckSums warps[kThreads / 32];
+  c = warp_sum(c);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warps[warp] = c;
+  __syncthreads();
+  if (warp == 0) {
+    c = lane < static_cast<int>(blockDim.x / 32) ? warps[lane] : CheckSums{0, 0, 0, 0};
+    c = warp_sum(c);
+  }
+  return c;
+}
+
+// The host backend's rules: a nonfinite element counts as such only; a nonzero padding element
+// as bad padding only; every other element adds its squared error; every element adds ref^2.
+template <DType T>
+__global__ void check_kernel(const void* shard, uint64_t n, uint64_t j0, OracleKey key,
+                             const uint64_t* prefixes, CheckSums* partials) {
+  CheckSums c{0, 0, 0, 0};
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < n; j += stride) {
+    const double v = load1<T>(shard, j);
+    const uint64_t jg = j0 + j;
+    const double e = expected_value(key, prefixes, jg);
+    if (!isfinite(v)) ++c.nonfinite;
+    else if (key.shard_offset + jg >= key.numel && v != 0.0) ++c.bad_padding;
+    else c.err_norm2 += (v - e) * (v - e);
+    c.ref_norm2 += e * e;
+  }
+  c = block_sum(c);
+  if (threadIdx.x == 0) partials[blockIdx.x] = c;
+}
+
+__global__ void check_final_kernel(const CheckSums* partials, int count, CheckSums* result) {
+  CheckSums c{0, 0, 0, 0};
+  for (int b = threadIdx.x; b < count; b += blockDim.x) {
+    c.err_norm2 += partials[b].err_norm2;
+    c.ref_norm2 += partials[b].ref_norm2;
+    c.nonfinite += partials[b].nonfinite;
+    c.bad_padding += partials[b].bad_padding;
+  }
+  c = block_sum(c);
+  if (threadIdx.x == 0) {
+    result->err_norm2 += c.err_norm2;
+    result->ref_norm2 += c.ref_norm2;
+    result->nonfinite += c.nonfinite;
+    result->bad_padding += c.bad_padding;
+  }
+}
+
+template <DType D, DType S, bool Assign>
+void add_typed(void* dst, const void* src, uint64_t n, cudaStream_t s) {
+  if (aligned16(dst) && aligned16(src))
+    add_kernel<D, S, Assign, true><<<blocks_for(n / kVec + 1), kThreads, 0, s>>>(dst, src, n);
+  else
+    add_kernel<D, S, Assign, false><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
+}
+
+template <bool Assign>
+void add_dispatch(void* dst, DType dt, const void* src, DType st, uint64_t n, cudaStream_t s) {
+  if (dt == DType::fp32 && st == DType::fp32) add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, s);
+  else if (dt == DType::fp32) add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, s);
+  else if (st == DType::fp32) add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, s);
+  else add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, s);
+}
+
+}  // namespace
+
+void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool accumulate,
+                     cudaStream_t s) {
+  const bool vec = aligned16(grad);
+  const int blocks = blocks_for(vec ? n / kVec + 1 : n);
+  if (t == DType::fp32) {
+    if (vec) generate_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    else generate_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+  } else {
+    if (vec) generate_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    else generate_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+  }
+  SA_CUDA_LAUNCH_CHECK("generate_kernel");
+}
+
+void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
+                cudaStream_t s) {
+  if (assign) add_dispatch<true>(dst, dt, src, st, n, s);
+  else add_dispatch<false>(dst, dt, src, st, n, s);
+  SA_CUDA_LAUNCH_CHECK("add_kernel");
+}
+
+void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s) {
+  const bool vec = aligned16(dst);
+  const int blocks = blocks_for(vec ? n / kVec + 1 : n);
+  if (t == DType::fp32) {
+    if (vec) scale_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    else scale_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+  } else {
+    if (vec) scale_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    else scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+  }
+  SA_CUDA_LAUNCH_CHECK("scale_kernel");
+}
+
+void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
+                  const uint64_t* prefixes, CheckSums* partials, CheckSums* result, cudaStream_t s) {
+  const int blocks = std::min(blocks_for(n), kCheckBlocks);
+  if (t == DType::fp32)
+    check_kernel<DType::fp32><<<blocks, kThreads, 0, s>>>(shard, n, j0, key, prefixes, partials);
+  else
+    check_kernel<DType::bf16><<<blocks, kThreads, 0, s>>>(shard, n, j0, key, prefixes, partials);
+  SA_CUDA_LAUNCH_CHECK("check_kernel");
+  check_final_kernel<<<1, kThreads, 0, s>>>(partials, blocks, result);
+  SA_CUDA_LAUNCH_CHECK("check_final_kernel");
+}
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,50 @@
+#pragma once
+// Device kernels of the cuda backend, behind host-callable launchers (cuda_kernels.cu), and the
+// OpenMP host loops on pinned memory (cuda_host_ops.cpp). Kernels never touch pinned memory.
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "strategies/dtype.hpp"
+#include "strategies/gradient_gen.hpp"
+
+namespace shardaccum::cuda {
+
+/// grad = g(key, i), or grad += g(key, i) with `accumulate` (the host backend's arithmetic: in
+/// fp32, rounded once to grad's dtype); g is zero in the padding (i >= key.numel).
+void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool accumulate,
+                     cudaStream_t s);
+
+/// dst += src (or dst = src with `assign`: convert), in fp32, rounded to dst's dtype.
+/// 16-byte accesses when both pointers allow it.
+void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
+                cudaStream_t s);
+
+/// dst *= factor, in fp32 (as the host backend), rounded to dst's dtype.
+void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s);
+
+/// The oracle's partial sums (DESIGN.md §5), summed in a fixed order: deterministic.
+struct CheckSums {
+  double err_norm2;
+  double ref_norm2;
+  unsigned long long nonfinite;
+  unsigned long long bad_padding;
+};
+inline constexpr int kCheckBlocks = 1024;  // partials[] holds this many CheckSums
+
+/// Compares elements [j0, j0 + n) of a shard, held at `shard` (device memory), with
+/// expected_value(key, prefixes, j) in fp64 and adds the sums into *result. `prefixes` (device
+/// memory) holds oracle_prefixes(key).
+void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
+                  const uint64_t* prefixes, CheckSums* partials, CheckSums* result, cudaStream_t s);
+
+// ---- host loops on pinned memory (OpenMP) ---------------------------------------------------------
+
+/// dst += src on the host with `threads` OpenMP threads (vectorized: fp32 += fp32, fp32 += bf16...).
+void host_add(void* dst, DType dt, const void* src, DType st, uint64_t n, int threads);
+/// dst *= factor on the host.
+void host_scale(void* dst, DType t, uint64_t n, float factor, int threads);
+/// omp_get_max_threads() / world_size, at least 1.
+int default_host_threads(int world_size);
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,336 @@
+#include "strategies/backend/host_backend.hpp"
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "strategies/backend/host_elements.hpp"
+#include "strategies/unit_grad.hpp"
+
+namespace shardaccum {
+namespace detail {
+void poison(void* p, DType t, uint64_t n) {
+  if (t == DType::fp32) {
+    float* f = static_cast<float*>(p);
+    for (uint64_t i = 0; i < n; ++i) f[i] = std::nanf("");
+  } else {
+    uint16_t* b = static_cast<uint16_t*>(p);
+    for (uint64_t i = 0; i < n; ++i) b[i] = 0x7fc0;
+  }
+}
+}  // namespace detail
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// State shared by the rank threads of one Backend::run: the rendezvous of the collectives.
+struct Rendezvous {
+  explicit Rendezvous(int n) : barrier(n), inputs(n), flags(n) {}
+  std::barrier<> barrier;
+  std::vector<const Buffer*> inputs;
+  std::vector<char> flags;
+  std::atomic<bool> aborted{false};
+
+  void arrive() {
+    barrier.arrive_and_wait();
+    if (aborted) throw PeerFailure("host backend: a rank failed and left the collective");
+  }
+};
+
+/// One memory space: live allocations, current and peak bytes.
+struct Arena {
+  std::unordered_map<const void*, uint64_t> live;  // pointer -> bytes
+  uint64_t current = 0, peak = 0;
+};
+
+class HostRank final : public RankBackend {
+ public:
+  HostRank(int rank, int world, int threads) : rank_(rank), world_(world), threads_(threads) {}
+  ~HostRank() override {
+    for (Arena& a : arenas_)
+      for (auto& [p, bytes] : a.live) std::free(const_cast<void*>(p));
+  }
+  void attach(Rendezvous* r) { rv_ = r; }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+
+  Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream) override {
+    if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
+    const uint64_t bytes = numel * dtype_bytes(dtype);
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    detail::poison(p, dtype, numel);
+    Arena& a = arena(space);
+    a.live.emplace(p, bytes);
+    a.current += bytes;
+    a.peak = std::max(a.peak, a.current);
+    return Buffer(this, p, space, dtype, numel);
+  }
+
+  void release(Buffer& b) noexcept override {
+    Arena& a = arena(b.space());
+    auto it = a.live.find(b.data());
+    if (it == a.live.end()) return;  // not ours: nothing to account (never expected)
+    detail::poison(b.data(), b.dtype(), b.numel());
+    a.current -= it->second;
+    a.live.erase(it);
+    std::free(b.data());
+  }
+
+  void copy(Buffer& dst, const Buffer& src, Stream) override {
+    expect_live(dst, "copy", "destination");
+    expect_live(src, "copy", "source");
+    if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
+      throw BackendError("host backend: copy between " + shape(src) + " and " + shape(dst) +
+                         ": copies move bytes, dtype and numel must match");
+    if (dst.space() == MemSpace::pinned_host && src.space() == MemSpace::pinned_host)
+      throw BackendError("host backend: host-to-host copy is not a transfer of this suite");
+    const bool h2d = src.space() == MemSpace::pinned_host;
+    const bool d2h = dst.space() == MemSpace::pinned_host;
+    const auto t0 = Clock::now();
+    std::memcpy(dst.data(), src.data(), src.bytes());
+    if (h2d) {
+      m_.h2d_bytes += src.bytes();
+      m_.phase_ms[static_cast<int>(Phase::h2d)] += ms_since(t0);
+    } else if (d2h) {
+      m_.d2h_bytes += src.bytes();
+      m_.phase_ms[static_cast<int>(Phase::d2h)] += ms_since(t0);
+    } else {
+      m_.phase_ms[static_cast<int>(Phase::accumulate)] += ms_since(t0);
+    }
+  }
+
+  void add(Buffer& dst, const Buffer& src, MemSpace space, Stream) override {
+    expect_in(dst, space, "add", "accumulator");
+    expect_in(src, space, "add", "addend");
+    if (dst.numel() != src.numel())
+      throw BackendError("host backend: add of " + shape(src) + " into " + shape(dst) + ": numel differs");
+    const auto t0 = Clock::now();
+    const DType dt = dst.dtype(), st = src.dtype();
+    void* d = dst.data();
+    const void* s = src.data();
+    const int64_t n = static_cast<int64_t>(dst.numel());
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
+    m_.phase_ms[static_cast<int>(space == MemSpace::device ? Phase::accumulate : Phase::cpu_add)] += ms_since(t0);
+  }
+
+  void convert(Buffer& dst, const Buffer& src, Stream) override {
+    expect_in(dst, MemSpace::device, "convert", "destination");
+    expect_in(src, MemSpace::device, "convert", "source");
+    if (dst.numel() != src.numel()) throw BackendError("host backend: convert with different numel");
+    const auto t0 = Clock::now();
+    for (uint64_t i = 0; i < dst.numel(); ++i)
+      detail::store(dst.data(), dst.dtype(), i, detail::load(src.data(), src.dtype(), i));
+    m_.phase_ms[static_cast<int>(Phase::accumulate)] += ms_since(t0);
+  }
+
+  void scale(Buffer& dst, double factor, Stream) override {
+    expect_live(dst, "scale", "operand");
+    const auto t0 = Clock::now();
+    const float f = static_cast<float>(factor);
+    const int64_t n = static_cast<int64_t>(dst.numel());
+    void* d = dst.data();
+    const DType t = dst.dtype();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) detail::store(d, t, i, detail::load(d, t, i) * f);
+    m_.phase_ms[static_cast<int>(Phase::finalize)] += ms_since(t0);
+  }
+
+  void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream) override {
+    expect_in(grad, MemSpace::device, "generate", "gradient");
+    const auto t0 = Clock::now();
+    void* g = grad.data();
+    const DType t = grad.dtype();
+    const int64_t n = static_cast<int64_t>(grad.numel());
+    const uint64_t prefix = grad_prefix(key);
+    const uint64_t valid = key.numel;
+    const GenMode mode = key.mode;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(prefix, mode, i) : 0.0f;
+      detail::store(g, t, i, accumulate ? detail::load(g, t, i) + v : v);
+    }
+    m_.phase_ms[static_cast<int>(Phase::backward)] += ms_since(t0);
+  }
+
+  void reduce_scatter(Buffer& out, const Buffer& in) override {
+    expect_in(in, MemSpace::device, "reduce_scatter", "input");
+    expect_in(out, MemSpace::device, "reduce_scatter", "output");
+    if (in.dtype() != out.dtype() || in.numel() != out.numel() * world_)
+      throw BackendError("host backend: reduce_scatter of " + shape(in) + " into " + shape(out) +
+                         ": output must be input/world_size elements of the same dtype");
+    const auto t0 = Clock::now();
+    rv_->inputs[rank_] = &in;
+    rv_->arrive();
+    // Sum in fp32 in rank order, round once to the reduce dtype (NCCL's bf16 sum may round per
+    // hop; with the oracle's dyadic values both are exact).
+    const uint64_t n = out.numel(), off = n * rank_;
+    for (uint64_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (int r = 0; r < world_; ++r) s += detail::load(rv_->inputs[r]->data(), in.dtype(), off + j);
+      detail::store(out.data(), out.dtype(), j, s);
+    }
+    rv_->arrive();  // no rank frees its input before every rank has read its shard
+    m_.nccl_input_bytes += in.bytes();
+    ++m_.reduce_scatter_calls;
+    m_.phase_ms[static_cast<int>(Phase::reduce_scatter)] += ms_since(t0);
+  }
+
+  Event record(Stream) override { return Event{++events_}; }
+  void wait(Stream, Event) override {}   // one thread executes in issue order
+  void host_wait(Event) override {}
+
+  bool any_rank(bool mine) override {
+    rv_->flags[rank_] = mine;
+    rv_->arrive();
+    bool any = false;
+    for (char f : rv_->flags) any = any || f;
+    rv_->arrive();
+    return any;
+  }
+
+  ShardCheck check_shard(const Buffer& shard, const OracleKey& key) override {
+    expect_live(shard, "check_shard", "shard");
+    ShardCheck c;
+    const int64_t n = static_cast<int64_t>(shard.numel());
+    const void* p = shard.data();
+    const DType t = shard.dtype();
+    double err = 0, ref = 0;
+    uint64_t nonfinite = 0, bad_padding = 0;
+    const std::vector<uint64_t> prefixes = oracle_prefixes(key);
+#pragma omp parallel for num_threads(threads_) reduction(+ : err, ref, nonfinite, bad_padding)
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = detail::load(p, t, j);
+      const double e = expected_value(key, prefixes.data(), j);
+      if (!std::isfinite(v)) ++nonfinite;
+      else if (key.shard_offset + j >= key.numel && v != 0.0) ++bad_padding;
+      else err += (v - e) * (v - e);
+      ref += e * e;
+    }
+    c.err_norm2 = err;
+    c.ref_norm2 = ref;
+    c.nonfinite = nonfinite;
+    c.bad_padding = bad_padding;
+    return c;
+  }
+
+  void begin_step() override {
+    m_ = StepMetrics{};
+    for (Arena& a : arenas_) a.peak = a.current;
+    step_start_ = Clock::now();
+  }
+
+  StepMetrics end_step() override {
+    m_.step_ms = ms_since(step_start_);
+    m_.peak_device_bytes = arena(MemSpace::device).peak;
+    m_.peak_pinned_bytes = arena(MemSpace::pinned_host).peak;
+    return m_;
+  }
+
+ private:
+  Arena& arena(MemSpace s) { return arenas_[static_cast<int>(s)]; }
+
+  static std::string shape(const Buffer& b) {
+    return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" + std::to_string(b.numel()) + "]";
+  }
+  void expect_live(const Buffer& b, const char* op, const char* role) {
+    if (!b) throw BackendError(std::string("host backend: ") + op + ": " + role + " is empty");
+    if (!arena(b.space()).live.count(b.data()))
+      throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
+                         " is not a live buffer of rank " + std::to_string(rank_) + " (freed?)");
+  }
+  void expect_in(const Buffer& b, MemSpace s, const char* op, const char* role) {
+    expect_live(b, op, role);
+    if (b.space() != s)
+      throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
+                         " is in the wrong memory space (expected " + space_name(s) + ")");
+  }
+
+  int rank_, world_, threads_;
+  Rendezvous* rv_ = nullptr;
+  Arena arenas_[2];
+  StepMetrics m_;
+  Clock::time_point step_start_;
+  uint64_t events_ = 0;
+};
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(const HostBackendOptions& o) : opts_(o) {
+    for (int r = 0; r < o.world_size; ++r)
+      ranks_.push_back(std::make_unique<HostRank>(r, o.world_size, std::max(1, o.add_threads)));
+  }
+  std::string name() const override { return "host"; }
+  int world_size() const override { return opts_.world_size; }
+  bool gpu_times() const override { return false; }
+
+  void run(const std::function<void(RankBackend&)>& fn) override {
+    Rendezvous rv(opts_.world_size);
+    std::vector<std::exception_ptr> errors(opts_.world_size);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < opts_.world_size; ++r) {
+      ranks_[r]->attach(&rv);
+      threads.emplace_back([&, r] {
+        try {
+          fn(*ranks_[r]);
+        } catch (...) {
+          errors[r] = std::current_exception();
+          rv.aborted = true;  // peers blocked in a collective are released by the drop below
+        }
+        rv.barrier.arrive_and_drop();
+      });
+    }
+    for (auto& t : threads) t.join();
+    // Report the failing rank's own error rather than a peer's "another rank failed".
+    std::exception_ptr first, peer;
+    for (auto& e : errors) {
+      if (!e) continue;
+      try {
+        std::rethrow_exception(e);
+      } catch (const PeerFailure&) {
+        if (!peer) peer = e;
+      } catch (...) {
+        if (!first) first = e;
+      }
+    }
+    if (first) std::rethrow_exception(first);
+    if (peer) std::rethrow_exception(peer);
+  }
+
+  nlohmann::json context() const override {
+    return {{"backend", "host"},
+            {"time_domain", "host wall-clock"},
+            {"world_size", opts_.world_size},
+            {"add_threads", opts_.add_threads},
+            {"hardware_threads", std::thread::hardware_concurrency()}};
+  }
+
+ private:
+  HostBackendOptions opts_;
+  std::vector<std::unique_ptr<HostRank>> ranks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend(const HostBackendOptions& opts) {
+  if (opts.world_size < 1 || opts.world_size > 1024)
+    throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) +
+                                ": the host backend needs 1..1024 ranks");
+  return std::make_unique<HostBackend>(opts);
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,72 @@
+#include "strategies/model.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace shardaccum {
+
+Prediction predict(const CasePlan& plan, int n) {
+  Prediction p;
+  const size_t units = plan.layout.units.size();
+  auto mode = make_mode_tracking(plan.strategy.mode, units);
+  const auto offload = make_offload_policy(plan.strategy.offload);
+  const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
+                 ba = dtype_bytes(plan.dtypes.accum);
+
+  std::vector<bool> grad_alive(units, false);
+  std::vector<SavedView> saved(units);  // what mode tracking may see of each unit's saved shard
+  uint64_t dev = 0, pinned = 0;         // bytes alive now
+  auto bump = [&] {
+    p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
+    p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);
+  };
+
+  for (int mb = 0; mb < plan.schedule.k(); ++mb) {
+    const MicroBatchMode m = plan.schedule.at(mb);
+    for (size_t ui = units; ui-- > 0;) {
+      const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
+      const uint64_t shard = padded / n;
+      const uint32_t u = static_cast<uint32_t>(ui);
+      mode->prepare_backward(u, m);
+      if (!grad_alive[ui]) dev += padded * bg;
+      grad_alive[ui] = true;
+      bump();
+      if (m != MicroBatchMode::sync) continue;
+
+      dev += shard * br;  // out
+      bump();
+      p.nccl_input_bytes += padded * bg;
+      ++p.reduce_scatter_calls;
+      dev -= padded * bg;  // the unsharded gradient is freed after the reduce-scatter
+      grad_alive[ui] = false;
+
+      const bool add = mode->has_saved_shard(u, saved[ui], shard);
+      const uint64_t cast = plan.dtypes.reduce != plan.dtypes.accum ? shard * ba : 0;
+      const SyncCost c = offload->predicted(add, shard * ba, cast);
+      p.h2d_bytes += c.h2d;
+      p.d2h_bytes += c.d2h;
+      const bool stored = c.new_saved;
+      if (!offload->offloaded()) {
+        if (stored && cast) {  // the saved shard is a converted copy of out
+          dev += cast;
+          bump();
+          dev -= shard * br;
+        }
+        if (stored) saved[ui] = {true, MemSpace::device, shard};
+      } else {
+        dev += c.device_transient;
+        if (stored && !saved[ui].present) pinned += shard * ba;
+        pinned += c.pinned_transient;
+        bump();
+        pinned -= c.pinned_transient;
+        dev -= c.device_transient + shard * br;
+        if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
+      }
+      if (stored) mode->shard_saved(u);
+    }
+  }
+  for (uint32_t u = 0; u < units; ++u) mode->finalized(u);
+  return p;
+}
+
+}  // namespace shardaccum

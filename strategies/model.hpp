@@ -1,0 +1,26 @@
+#pragma once
+// The analytical model (DESIGN.md §3 "Predicted bytes"): what one rank moves and holds in one
+// step, derived from the layout, schedule, dtypes and the strategy's own axis values — never from
+// the backend's accounting, which it is compared against.
+#include <cstdint>
+
+#include "strategies/step_driver.hpp"
+
+namespace shardaccum {
+
+/// Per rank and optimizer step. Bytes, not GB.
+struct Prediction {
+  uint64_t nccl_input_bytes = 0;  // s * P_u * b_r
+  uint64_t reduce_scatter_calls = 0;
+  uint64_t h2d_bytes = 0;         // gpu-add: (s-1) * (P_u/N) * b_a when mode tracking sees the shard
+  uint64_t d2h_bytes = 0;         // offloaded: s * (P_u/N) * b_a
+  uint64_t peak_device_bytes = 0; // unsharded gradients alive at once + out + staging + device saved
+  uint64_t peak_pinned_bytes = 0; // saved for every unit + staging
+};
+
+/// Walks the schedule as the step driver does, asking the strategy's mode tracking (a fresh
+/// instance) at each sync micro-batch and its offload policy for the bytes of what it decided.
+/// Throws std::invalid_argument for an unknown axis value.
+Prediction predict(const CasePlan& plan, int world_size);
+
+}  // namespace shardaccum

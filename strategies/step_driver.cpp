@@ -1,0 +1,133 @@
+#include "strategies/step_driver.hpp"
+
+#include <cmath>
+
+#include "profiling/nvtx.hpp"
+
+namespace shardaccum {
+
+double OracleResult::rel_err() const {
+  if (ref_norm2 > 0) return std::sqrt(err_norm2 / ref_norm2);
+  return std::sqrt(err_norm2);
+}
+
+void OracleResult::merge(const ShardCheck& c) {
+  err_norm2 += c.err_norm2;
+  ref_norm2 += c.ref_norm2;
+  nonfinite += c.nonfinite;
+  bad_padding += c.bad_padding;
+}
+
+void OracleResult::merge(const OracleResult& o) {
+  err_norm2 += o.err_norm2;
+  ref_norm2 += o.ref_norm2;
+  nonfinite += o.nonfinite;
+  bad_padding += o.bad_padding;
+}
+
+double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size) {
+  const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce);
+  const bool exact_sums = gen == GenMode::dyadic && (t.reduce == DType::fp32 || k * world_size <= 63);
+  const double roundings = exact_sums ? ua : k * world_size * ur + k * ua + ua;
+  return 2.0 * roundings;  // x2: the norm-wise error of per-element bounds, with headroom
+}
+
+bool is_correct(const OracleResult& r, double bound) {
+  return r.nonfinite == 0 && r.bad_padding == 0 && std::isfinite(r.rel_err()) && r.rel_err() <= bound;
+}
+
+StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
+    : be_(be), plan_(plan), strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes) {
+  const int n = be.world_size();
+  units_.resize(plan.layout.units.size());
+  for (size_t i = 0; i < units_.size(); ++i) {
+    UnitGrad& u = units_[i];
+    u.index = static_cast<uint32_t>(i);
+    u.name = plan.layout.units[i].name;
+    u.numel = plan.layout.units[i].numel;
+    u.padded = padded_numel(u.numel, n);
+    u.shard = shard_numel(u.numel, n);
+  }
+}
+
+void StepDriver::agree_before_collective() {
+  if (!be_.any_rank(!pending_error_.empty())) return;
+  if (!pending_error_.empty()) {
+    std::string msg;
+    msg.swap(pending_error_);
+    throw AccumulationError("rank " + std::to_string(be_.rank()) + ": " + msg);
+  }
+  throw PeerFailure("rank " + std::to_string(be_.rank()) + ": another rank failed");
+}
+
+void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode) {
+  strategy_.prepare_backward(u, mb, mode);
+  const bool accumulate = static_cast<bool>(u.grad);  // grad += g(mb) after an n, else grad = g(mb)
+  if (!accumulate) u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
+  nvtx::PhaseRange r(Phase::backward, u.grad.bytes(), be_.rank());
+  const GradKey key{plan_.seed, step, static_cast<uint32_t>(mb), static_cast<uint32_t>(be_.rank()),
+                    u.index, u.numel, plan_.gen};
+  be_.generate(u.grad, key, accumulate, Stream::compute);
+}
+
+void StepDriver::sync(UnitGrad& u, int mb) {
+  agree_before_collective();
+  Buffer out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
+  {
+    nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
+    be_.wait(Stream::comm, be_.record(Stream::compute));
+    be_.reduce_scatter(out, u.grad);
+    be_.wait(Stream::compute, be_.record(Stream::comm));
+  }
+  u.grad.reset();  // really freed: after an S the unsharded gradient is gone
+  nvtx::PhaseRange r(Phase::accumulate, out.bytes(), be_.rank());
+  try {
+    strategy_.accumulate(be_, u, std::move(out), mb);
+  } catch (const std::exception& e) {
+    if (pending_error_.empty()) pending_error_ = e.what();
+  }
+}
+
+StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle) {
+  be_.begin_step();
+  {
+    const std::string label = "step " + std::to_string(step) + " " + plan_.name;
+    nvtx::ScopedRange step_range(label.c_str(), be_.rank());
+    for (int mb = 0; mb < plan_.schedule.k(); ++mb) {
+      const MicroBatchMode mode = plan_.schedule.at(mb);
+      const std::string mb_label = "micro-batch " + std::to_string(mb) + " " + static_cast<char>(mode);
+      nvtx::ScopedRange mb_range(mb_label.c_str(), be_.rank());
+      for (auto it = units_.rbegin(); it != units_.rend(); ++it) {  // backward: last unit first
+        const std::string unit_label = "unit " + std::to_string(it->index) + " " + it->name;
+        nvtx::ScopedRange unit_range(unit_label.c_str(), be_.rank());
+        backward(*it, step, mb, mode);
+        if (mode == MicroBatchMode::sync) sync(*it, mb);
+      }
+    }
+    for (UnitGrad& u : units_) {
+      nvtx::PhaseRange r(Phase::finalize, u.saved ? u.saved.bytes() : 0, be_.rank());
+      try {
+        strategy_.finalize(be_, u);
+      } catch (const std::exception& e) {
+        if (pending_error_.empty()) pending_error_ = e.what();
+      }
+    }
+  }
+  StepMetrics m = be_.end_step();
+  agree_before_collective();
+  for (UnitGrad& u : units_) {
+    if (check && oracle) {
+      const OracleKey key{plan_.seed,     step,     static_cast<uint32_t>(plan_.schedule.k()),
+                          static_cast<uint32_t>(be_.world_size()), static_cast<uint32_t>(be_.rank()),
+                          u.index,        u.numel,  u.shard * static_cast<uint64_t>(be_.rank()),
+                          plan_.gen,      plan_.dtypes.grad};
+      if (u.saved) oracle->merge(be_.check_shard(u.saved, key));
+      else oracle->nonfinite += u.shard;  // no gradient at all: as wrong as NaN
+    }
+    u.saved.reset();  // released (None) for the next step
+    u.grad.reset();
+  }
+  return m;
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,45 @@
+#pragma once
+// One unit's gradient state on one rank, named as the step walks through it (DESIGN.md §2-3):
+//   grad  — the unsharded gradient (device, numel_padded, grad dtype): alive from a backward until
+//           the unit's next reduce-scatter; kept alive across `n` micro-batches (no_sync).
+//   saved — the saved shard (accum dtype): device without offload, pinned host with it; carried
+//           between the sync micro-batches of a step, finalized, checked, then released.
+#include <cstdint>
+#include <string>
+
+#include "strategies/backend/backend.hpp"
+
+namespace shardaccum {
+
+struct UnitGrad {
+  uint32_t index = 0;
+  std::string name;
+  uint64_t numel = 0;   // true elements; the rest of numel_padded is zero padding
+  uint64_t padded = 0;  // numel_padded = roundup(numel, N*8)
+  uint64_t shard = 0;   // numel_padded / N
+  Buffer grad;
+  Buffer saved;
+  uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
+};
+
+/// Where an accumulation happens, for error messages: "unit 3 (layers.2), micro-batch 1".
+struct AddSite {
+  uint32_t unit = 0;
+  const std::string* unit_name = nullptr;
+  int micro_batch = 0;
+  std::string describe() const;
+};
+
+/// A clear error inside a case (bad operands of a checked add, a strategy misuse). The case ends
+/// with this message (Google Benchmark SkipWithError) and the next case runs.
+struct AccumulationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Thrown on the ranks that did nothing wrong when another rank failed (agreed before the next
+/// collective); the runner reports the failing rank's own message instead.
+struct PeerFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace shardaccum
