@@ -53,6 +53,7 @@ Prediction predict(const CasePlan& plan, int n) {
           dev -= shard * br;
         }
         if (stored) saved[ui] = {true, MemSpace::device, shard};
+        else dev -= shard * br;  // out was added into the saved shard and freed
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present) pinned += shard * ba;

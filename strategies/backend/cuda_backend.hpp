@@ -1,0 +1,49 @@
+#pragma once
+// The cuda backend (DESIGN.md §4): one thread and one GPU per rank in this process, one NCCL
+// communicator per rank (as nccl-tests `-t`), a compute, a communication and a copy stream per
+// rank, device memory from a CUDA memory pool, pinned host memory from an arena pinned once.
+//
+// A plain C++ header: no CUDA or NCCL header is needed to include it.
+#include <cstdint>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "strategies/backend/backend.hpp"
+
+namespace shardaccum {
+
+struct CudaBackendOptions {
+  int world_size = 1;    // ranks = GPUs, devices first_device .. first_device + world_size - 1
+  int first_device = 0;  // of the visible devices (CUDA_VISIBLE_DEVICES applies)
+  /// Pinned host memory per rank, pinned once at construction (pinning tens of GB takes seconds).
+  /// The arena grows by further chunks when a step needs more; context() counts the growths.
+  uint64_t pinned_pool_bytes = 1ull << 30;
+  /// OpenMP threads of one rank's CPU add and pinned scale; 0: omp_get_max_threads()/world_size.
+  int host_add_threads = 0;
+  /// Measure the ceilings (DESIGN.md §6) at construction; measure_cuda_ceilings() does it later.
+  bool measure_ceilings = true;
+  uint64_t ceiling_copy_bytes = 256ull << 20;          // per rank and direction
+  uint64_t ceiling_device_copy_bytes = 512ull << 20;   // per rank
+  uint64_t ceiling_reduce_scatter_bytes = 1ull << 30;  // input bytes per rank (fp32)
+  uint64_t ceiling_host_add_bytes = 256ull << 20;      // per operand and rank
+  /// A wait (event, stream, collective, barrier) longer than this ends with a clear error and the
+  /// communicators are aborted, never a hang.
+  double timeout_s = 300;
+};
+
+/// Throws std::invalid_argument naming --world-size when world_size < 1 or exceeds the visible
+/// GPUs (after first_device), std::runtime_error with the failing call when CUDA/NCCL fail.
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts);
+
+/// Visible CUDA devices; 0 when there is no driver or device (never throws).
+int cuda_device_count() noexcept;
+
+/// Measures the ceilings again on every rank at once and returns them (also put in context()).
+/// Keys: ceiling_h2d_gbps, ceiling_d2h_gbps, ceiling_bidir_gbps (both directions at once, the two
+/// summed), ceiling_device_copy_gbps (read + write), ceiling_host_add_gbps (12 B per fp32 element),
+/// ceiling_reduce_scatter_busbw_gbps (nccl-tests); all per rank, averaged over ranks, in GB/s
+/// (1e9 B/s). `backend` must come from make_cuda_backend (else std::invalid_argument).
+nlohmann::json measure_cuda_ceilings(Backend& backend);
+
+}  // namespace shardaccum

@@ -1,0 +1,78 @@
+// The analytical model against hand-computed literals (DESIGN.md §3).
+#include <gtest/gtest.h>
+
+#include "bench/model_layouts.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+CasePlan plan_for(Layout l, const char* sched, StrategySpec s, const char* dtype) {
+  return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype)};
+}
+
+// DESIGN.md's example to check by hand: llama2-7b, N=2, fp32, sync, gpu-add.
+TEST(Model, Llama2_7bSyncGpuAddMatchesTheDesignLiteral) {
+  const Layout l = load_layout("llama2-7b", {SHARDACCUM_CONFIG_DIR});
+  const Prediction p = predict(plan_for(l, "sync", preset("zero3"), "fp32-fp32-fp32"), 2);
+  EXPECT_EQ(p.h2d_bytes, 40'430'493'696ull);
+  EXPECT_EQ(p.d2h_bytes, 53'907'324'928ull);
+  EXPECT_EQ(p.nccl_input_bytes, 4ull * 6'738'415'616ull * 4);  // s * P_u * b_r
+  EXPECT_EQ(p.reduce_scatter_calls, 4ull * 35);
+  // cpu-add moves the same D2H and no H2D; copy the same D2H too.
+  const Prediction c = predict(plan_for(l, "sync", preset("fsdp2"), "fp32-fp32-fp32"), 2);
+  EXPECT_EQ(c.h2d_bytes, 0u);
+  EXPECT_EQ(c.d2h_bytes, 53'907'324'928ull);
+}
+
+// uniform:2x1000 at N=3: numel_padded = roundup(1000, 24) = 1008, shard = 336 elements.
+TEST(Model, SmallCaseByHand) {
+  const Layout l = load_layout("uniform:2x1000", {});
+  const auto fp32 = "fp32-fp32-fp32";
+  // gpu-add on SSSS: D2H 4 * 2 * 336 * 4 = 10752; H2D 3 * 2 * 336 * 4 = 8064.
+  Prediction p = predict(plan_for(l, "SSSS", preset("zero3"), fp32), 3);
+  EXPECT_EQ(p.d2h_bytes, 10752u);
+  EXPECT_EQ(p.h2d_bytes, 8064u);
+  EXPECT_EQ(p.nccl_input_bytes, 4u * 2 * 1008 * 4);
+  // Pinned: saved for both units (2 * 1344) + one device-side staging, no pinned staging.
+  EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344);
+  // Device, first S of unit 1: grad 4032 + out 1344 = 5376 (the largest moment).
+  EXPECT_EQ(p.peak_device_bytes, 5376u);
+
+  // no-sync without offload: after the n's both unsharded gradients are alive (2 * 4032),
+  // then unit 1's out (1344) joins them: 9408.
+  p = predict(plan_for(l, "nnnS", {"data", "none", "flag"}, fp32), 3);
+  EXPECT_EQ(p.peak_device_bytes, 9408u);
+  EXPECT_EQ(p.peak_pinned_bytes, 0u);
+  EXPECT_EQ(p.h2d_bytes + p.d2h_bytes, 0u);
+
+  // cpu-add on SSSS: pinned saved (2 * 1344) + one pinned staging (1344) during a later S.
+  p = predict(plan_for(l, "SSSS", preset("fsdp2"), fp32), 3);
+  EXPECT_EQ(p.peak_pinned_bytes, 3u * 1344);
+  EXPECT_EQ(p.d2h_bytes, 10752u);
+  EXPECT_EQ(p.h2d_bytes, 0u);
+
+  // bf16-bf16-fp32: NCCL moves 2-byte elements, copies move the 4-byte accum dtype.
+  p = predict(plan_for(l, "SSSS", preset("zero3"), "bf16-bf16-fp32"), 3);
+  EXPECT_EQ(p.nccl_input_bytes, 4u * 2 * 1008 * 2);
+  EXPECT_EQ(p.d2h_bytes, 10752u);
+}
+
+// A wrong cell moves what its state machine moved: shape cannot see the host shard, so gpu-add
+// under shape never adds (no H2D) and copies every shard down.
+TEST(Model, WrongCellsFollowTheirStateMachine) {
+  const Layout l = load_layout("uniform:2x1000", {});
+  const Prediction p = predict(plan_for(l, "SSSS", {"data-free", "gpu-add", "shape"}, "fp32-fp32-fp32"), 3);
+  EXPECT_EQ(p.h2d_bytes, 0u);
+  EXPECT_EQ(p.d2h_bytes, 10752u);
+}
+
+TEST(Model, PaddingRoundsToWorldTimesEight) {
+  EXPECT_EQ(padded_numel(1, 4), 32u);
+  EXPECT_EQ(shard_numel(1, 4), 8u);
+  EXPECT_EQ(padded_numel(1009, 3), 1032u);  // prime numel
+  EXPECT_EQ(padded_numel(64, 8), 64u);
+}
+
+}  // namespace
+}  // namespace shardaccum

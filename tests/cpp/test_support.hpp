@@ -1,0 +1,50 @@
+#pragma once
+// Shared helpers of the host-backend tests: run a case for two steps and read its verdict.
+#include <memory>
+
+#include "bench/case_runner.hpp"
+#include "strategies/backend/host_backend.hpp"
+#include "strategies/model.hpp"
+
+namespace shardaccum::testing {
+
+struct Outcome {
+  double max_rel_err = 0;
+  bool correct = true;
+  StepMetrics measured;  // the checked step, max over ranks
+  Prediction model;
+};
+
+inline Layout make_layout(std::initializer_list<uint64_t> numels) {
+  Layout l{"test", {}};
+  int i = 0;
+  for (uint64_t n : numels) l.units.push_back({"u" + std::to_string(i++), n});
+  return l;
+}
+
+/// Warm-up step 0, then step 1 checked by the oracle (a step after the first, DESIGN.md §5).
+inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
+  CaseRunner runner(be, plan);
+  runner.step(0, false);
+  StepReport rep = runner.step(1, true);
+  Outcome o;
+  o.measured = rep.max;
+  o.model = predict(plan, be.world_size());
+  const double bound = error_bound(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
+  for (const OracleResult& r : rep.oracle) {
+    o.max_rel_err = std::max(o.max_rel_err, r.rel_err());
+    o.correct = o.correct && is_correct(r, bound);
+  }
+  return o;
+}
+
+/// The outcome rule of DESIGN.md §3, written out here as the tests' expectation (the code under
+/// test never consults it): without offload every strategy is correct; with offload a case is
+/// correct when the schedule has at most one S, or with mode flag and gpu-add or cpu-add.
+inline bool design_says_correct(const StrategySpec& s, const Schedule& sched) {
+  if (s.offload == "none") return true;
+  if (sched.sync_count() <= 1) return true;
+  return s.mode == "flag" && (s.offload == "gpu-add" || s.offload == "cpu-add");
+}
+
+}  // namespace shardaccum::testing
