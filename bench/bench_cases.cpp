@@ -58,7 +58,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
   try {
     Backend& backend = s.pool->get(spec.world_size);
     const CasePlan plan = spec.plan();
-    const Prediction model = predict(plan, spec.world_size);
+    const Prediction model = predict(plan, spec.world_size, backend.host_task_depth());
     CaseRunner runner(backend, plan);
     uint32_t step = 0;
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);

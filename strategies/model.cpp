@@ -1,11 +1,13 @@
 #include "strategies/model.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <numeric>
 #include <vector>
 
 namespace shardaccum {
 
-Prediction predict(const CasePlan& plan, int n) {
+Prediction predict(const CasePlan& plan, int n, int host_task_depth) {
   Prediction p;
   const size_t units = plan.layout.units.size();
   auto mode = make_mode_tracking(plan.strategy.mode, units);
@@ -16,6 +18,7 @@ Prediction predict(const CasePlan& plan, int n) {
   std::vector<bool> grad_alive(units, false);
   std::vector<SavedView> saved(units);  // what mode tracking may see of each unit's saved shard
   uint64_t dev = 0, pinned = 0;         // bytes alive now
+  std::deque<uint64_t> pending;         // pinned stagings of host tasks that may not have run yet
   auto bump = [&] {
     p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
     p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);
@@ -57,9 +60,14 @@ Prediction predict(const CasePlan& plan, int n) {
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present) pinned += shard * ba;
-        pinned += c.pinned_transient;
+        const uint64_t queued = std::accumulate(pending.begin(), pending.end(), uint64_t{0});
+        pinned += c.pinned_transient + queued;
         bump();
-        pinned -= c.pinned_transient;
+        pinned -= c.pinned_transient + queued;
+        if (c.pinned_transient && host_task_depth > 0) {
+          pending.push_back(c.pinned_transient);
+          if (static_cast<int>(pending.size()) > host_task_depth) pending.pop_front();
+        }
         dev -= c.device_transient + shard * br;
         if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
       }

@@ -20,7 +20,9 @@ struct Prediction {
 
 /// Walks the schedule as the step driver does, asking the strategy's mode tracking (a fresh
 /// instance) at each sync micro-batch and its offload policy for the bytes of what it decided.
-/// Throws std::invalid_argument for an unknown axis value.
-Prediction predict(const CasePlan& plan, int world_size);
+/// `host_task_depth` is the backend's RankBackend::host_task_depth(): CPU adds that may still be
+/// pending, each with its pinned staging buffer (0 on the host backend: the prediction is exact;
+/// above 0 the pinned peak is the worst case). Throws std::invalid_argument for an unknown axis value.
+Prediction predict(const CasePlan& plan, int world_size, int host_task_depth = 0);
 
 }  // namespace shardaccum

@@ -1,6 +1,8 @@
 // Offload `cpu-add` (FSDP2 foreach_reduce with offload): D2H `out` into a pinned staging buffer,
 // wait for that copy's event, add on the CPU into the saved shard.
 // Per S: D2H shard*b_a; H2D nothing.
+#include <memory>
+
 #include "strategies/offload_common.hpp"
 
 namespace shardaccum {
@@ -19,11 +21,14 @@ class CpuAdd final : public OffloadPolicy {
       detail::d2h_into_saved(be, u, src);
       return true;
     }
-    Buffer staging = be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy);
+    auto staging = std::make_shared<Buffer>(be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy));
     be.wait(Stream::copy, be.record(Stream::compute));
-    be.copy(staging, src, Stream::copy);  // D2H
-    be.host_wait(be.record(Stream::copy));  // the CPU may read staging only once it has landed
-    binding.add(be, u.saved, staging, MemSpace::pinned_host, u, site);
+    be.copy(*staging, src, Stream::copy);  // D2H
+    // The CPU may read staging only once the copy has landed; the add runs as a host task so the
+    // rank goes on issuing the next units' work meanwhile. The task owns staging.
+    be.host_task(be.record(Stream::copy), [&be, &u, &binding, staging, site] {
+      binding.add(be, u.saved, *staging, MemSpace::pinned_host, u, site);
+    });
     return false;
   }
 

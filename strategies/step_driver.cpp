@@ -113,7 +113,12 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
       }
     }
   }
-  StepMetrics m = be_.end_step();
+  StepMetrics m;
+  try {
+    m = be_.end_step();  // also rethrows an error of a host task (a CPU add)
+  } catch (const std::exception& e) {
+    if (pending_error_.empty()) pending_error_ = e.what();
+  }
   agree_before_collective();
   for (UnitGrad& u : units_) {
     if (check && oracle) {

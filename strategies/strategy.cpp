@@ -93,8 +93,9 @@ void AccumulationStrategy::accumulate(RankBackend& be, UnitGrad& u, Buffer out, 
 
 void AccumulationStrategy::finalize(RankBackend& be, UnitGrad& u) {
   if (u.saved && u.saved.space() == MemSpace::pinned_host) {
-    be.host_wait(be.record(Stream::copy));  // the last D2H into saved must land before the CPU scales
-    be.scale(u.saved, 1.0 / be.world_size(), Stream::copy);
+    // After the last D2H into saved has landed and after every CPU add queued before it.
+    const double inv_n = 1.0 / be.world_size();
+    be.host_task(be.record(Stream::copy), [&be, &u, inv_n] { be.scale(u.saved, inv_n, Stream::copy); });
   } else if (u.saved) {
     be.scale(u.saved, 1.0 / be.world_size(), Stream::compute);
   }

@@ -123,6 +123,14 @@ class RankBackend {
   virtual Event record(Stream s) = 0;
   virtual void wait(Stream waiter, Event e) = 0;
   virtual void host_wait(Event e) = 0;
+  /// Runs `task` on the host once `e` has completed, after every earlier host task, without
+  /// blocking the issuing thread where the backend can (the CPU add then overlaps the copies of
+  /// the next units). The default runs it at once. end_step waits for every task; an exception
+  /// from a task is rethrown by end_step.
+  virtual void host_task(Event e, std::function<void()> task) {
+    host_wait(e);
+    task();
+  }
 
   /// Agrees an error across ranks before the next collective: true if any rank passed true.
   virtual bool any_rank(bool mine) = 0;
@@ -149,6 +157,9 @@ class Backend {
   virtual nlohmann::json context() const = 0;
   /// True when step_ms and phase times are GPU (event) times; false for host wall-clock.
   virtual bool gpu_times() const = 0;
+  /// Host tasks (RankBackend::host_task) that may still be pending when host_task returns; 0 when
+  /// they run at once. Each may hold a pinned staging buffer: the model counts them.
+  virtual int host_task_depth() const { return 0; }
 };
 
 }  // namespace shardaccum

@@ -42,7 +42,8 @@ std::string version_string(int v) {  // CUDA: 1000*major + 10*minor
 
 }  // namespace
 
-// ---- RankBarrier ---------------------------------------------------------------------------------
+// ---- RankBarrier
+// ---------------------------------------------------------------------------------
 
 void RankBarrier::reset() {
   std::lock_guard<std::mutex> l(m_);
@@ -85,14 +86,16 @@ bool RankBarrier::any(int rank, bool mine, const WaitPolicy& policy, const std::
   return any;
 }
 
-// ---- EventPool -----------------------------------------------------------------------------------
+// ---- EventPool
+// -----------------------------------------------------------------------------------
 
 cudaEvent_t EventPool::next() {
   if (used_ == events_.size()) events_.emplace_back(timing_);
   return events_[used_++].get();
 }
 
-// ---- CudaRank ------------------------------------------------------------------------------------
+// ---- CudaRank
+// ------------------------------------------------------------------------------------
 
 CudaRank::CudaRank(CudaWorld& world, int rank, int device)
     : world_(world),
@@ -109,7 +112,8 @@ CudaRank::~CudaRank() {
   try {
     set_device(device_);
     drain(WaitPolicy{30, nullptr}, who("shutdown"), false);
-    for (auto& [p, a] : allocs_)  // buffers that outlived the backend: their owners must not use them
+    for (auto& [p, a] :
+         allocs_)  // buffers that outlived the backend: their owners must not use them
       if (a.space == MemSpace::device) cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute));
     cudaStreamSynchronize(stream(Stream::compute));
   } catch (const std::exception& e) {
@@ -122,7 +126,8 @@ int CudaRank::world_size() const { return world_.world_size(); }
 WaitPolicy CudaRank::policy() const { return world_.policy(); }
 
 std::string CudaRank::who(const char* op) const {
-  return "cuda backend rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) + "): " + op;
+  return "cuda backend rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) +
+         "): " + op;
 }
 
 CudaRank::Alloc& CudaRank::live(const Buffer& b, const char* op, const char* role) {
@@ -192,7 +197,8 @@ void CudaRank::end_host_op(Phase p, double ms, std::initializer_list<Use> uses) 
   }
 }
 
-// ---- memory --------------------------------------------------------------------------------------
+// ---- memory
+// --------------------------------------------------------------------------------------
 
 void CudaRank::sweep_deferred(bool wait_all) {
   for (auto it = deferred_.begin(); it != deferred_.end();) {
@@ -246,8 +252,8 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
       cudaGetLastError();  // not sticky: clear it
       uint64_t used = 0;
       cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used);
-      throw CudaError(who("allocate") + ": out of device memory allocating " + std::to_string(bytes) +
-                      " bytes (" + std::to_string(used) + " bytes in use)");
+      throw CudaError(who("allocate") + ": out of device memory allocating " +
+                      std::to_string(bytes) + " bytes (" + std::to_string(used) + " bytes in use)");
     }
     if (e != cudaSuccess) throw_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
     // Another stream may use the memory only after the allocation's point on this one.
@@ -287,8 +293,10 @@ void CudaRank::release(Buffer& b) noexcept {
       pending(a.write.ev);
       for (cudaEvent_t r : a.reads) pending(r);
       cudaGetLastError();
-      if (d.pending.empty()) arena_.free(b.data());
-      else deferred_.push_back(std::move(d));
+      if (d.pending.empty())
+        arena_.free(b.data());
+      else
+        deferred_.push_back(std::move(d));
       pinned_current_ -= a.bytes;
     }
     allocs_.erase(it);
@@ -297,7 +305,8 @@ void CudaRank::release(Buffer& b) noexcept {
   }
 }
 
-// ---- operations ----------------------------------------------------------------------------------
+// ---- operations
+// ----------------------------------------------------------------------------------
 
 void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   live(dst, "copy", "destination");
@@ -323,7 +332,8 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   in_space(dst, space, "add", "accumulator");
   in_space(src, space, "add", "addend");
   if (dst.numel() != src.numel())
-    throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) + ": numel differs");
+    throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) +
+                       ": numel differs");
   set_device(device_);
   if (space == MemSpace::device) {
     const int si = idx(s);
@@ -343,7 +353,8 @@ void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
   in_space(dst, MemSpace::device, "convert", "destination");
   in_space(src, MemSpace::device, "convert", "source");
   if (dst.numel() != src.numel())
-    throw BackendError(who("convert") + " of " + shape(src) + " into " + shape(dst) + ": numel differs");
+    throw BackendError(who("convert") + " of " + shape(src) + " into " + shape(dst) +
+                       ": numel differs");
   set_device(device_);
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
@@ -384,21 +395,26 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
   if (in.dtype() != out.dtype() || in.numel() != out.numel() * static_cast<uint64_t>(n))
     throw BackendError(who("reduce_scatter") + " of " + shape(in) + " into " + shape(out) +
                        ": output must be input/world_size elements of the same dtype");
-  if (!comm_) throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
+  if (!comm_)
+    throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
   set_device(device_);
   const int si = idx(Stream::comm);
   cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
   ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
-  const ncclResult_t r = ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()),
-                                           ncclSum, comm_, stream(Stream::comm));
-  if (r == ncclInProgress) settle(comm_, policy(), who("ncclReduceScatter"));
-  else if (r != ncclSuccess) throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
+  const ncclResult_t r =
+      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_,
+                        stream(Stream::comm));
+  if (r == ncclInProgress)
+    settle(comm_, policy(), who("ncclReduceScatter"));
+  else if (r != ncclSuccess)
+    throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
   end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
   m_.nccl_input_bytes += in.bytes();
   ++m_.reduce_scatter_calls;
 }
 
-// ---- events --------------------------------------------------------------------------------------
+// ---- events
+// --------------------------------------------------------------------------------------
 
 Event CudaRank::record(Stream s) {
   set_device(device_);
@@ -439,7 +455,8 @@ bool CudaRank::any_rank(bool mine) {
   return world_.barrier().any(rank_, mine, policy(), who("any_rank"));
 }
 
-// ---- steps ---------------------------------------------------------------------------------------
+// ---- steps
+// ---------------------------------------------------------------------------------------
 
 void CudaRank::drain(const WaitPolicy& p, const std::string& what, bool watch_comm) {
   for (int s = 0; s < kStreamCount; ++s) {
@@ -458,6 +475,7 @@ void CudaRank::forget_pending() {
   for (DeferredFree& d : deferred_) arena_.free(d.p);
   deferred_.clear();
   ops_.clear();
+  in_step_ = false;  // a step abandoned by a failure is over too
   timing_.recycle();
   marks_.recycle();
 }
@@ -514,7 +532,8 @@ StepMetrics CudaRank::end_step() {
   return m_;
 }
 
-// ---- oracle --------------------------------------------------------------------------------------
+// ---- oracle
+// --------------------------------------------------------------------------------------
 
 ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   live(shard, "check_shard", "shard");
@@ -544,8 +563,9 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
     if (check_staging_.bytes() < chunk * b) check_staging_ = DeviceMemory(chunk * b);
     for (uint64_t j = 0; j < shard.numel(); j += chunk) {
       const uint64_t count = std::min(chunk, shard.numel() - j);
-      SA_CUDA_CHECK(cudaMemcpyAsync(check_staging_.get(), static_cast<const char*>(shard.data()) + j * b,
-                                    count * b, cudaMemcpyHostToDevice, s));
+      SA_CUDA_CHECK(cudaMemcpyAsync(check_staging_.get(),
+                                    static_cast<const char*>(shard.data()) + j * b, count * b,
+                                    cudaMemcpyHostToDevice, s));
       launch_check(check_staging_.get(), shard.dtype(), count, j, key, pre, partials, result, s);
     }
   }
@@ -557,7 +577,8 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   return ShardCheck{sums.err_norm2, sums.ref_norm2, sums.nonfinite, sums.bad_padding};
 }
 
-// ---- CudaWorld -----------------------------------------------------------------------------------
+// ---- CudaWorld
+// -----------------------------------------------------------------------------------
 
 void rethrow_root(const std::vector<std::exception_ptr>& errors) {
   std::exception_ptr first, peer;
@@ -576,9 +597,11 @@ void rethrow_root(const std::vector<std::exception_ptr>& errors) {
 
 CudaWorld::CudaWorld(const CudaBackendOptions& opts)
     : opts_(opts), barrier_(opts.world_size), ranks_(opts.world_size) {
-  host_threads_ = opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
+  host_threads_ =
+      opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
   // Ranks are built on their own threads: pinning the arenas takes seconds for tens of GB.
-  auto errors = run_ranks([&](int r) { ranks_[r] = std::make_unique<CudaRank>(*this, r, opts.first_device + r); });
+  auto errors = run_ranks(
+      [&](int r) { ranks_[r] = std::make_unique<CudaRank>(*this, r, opts.first_device + r); });
   for (const auto& e : errors)
     if (e) rethrow_root(errors);
   init_comms();
@@ -594,13 +617,14 @@ CudaWorld::CudaWorld(const CudaBackendOptions& opts)
     SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts.first_device + r));
     char bus[32] = {};
     cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + r);
-    devices.push_back({{"rank", r},
-                       {"device", opts.first_device + r},
-                       {"name", p.name},
-                       {"pci_bus_id", bus},
-                       {"total_memory_bytes", p.totalGlobalMem},
-                       {"sm_count", p.multiProcessorCount},
-                       {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)}});
+    devices.push_back(
+        {{"rank", r},
+         {"device", opts.first_device + r},
+         {"name", p.name},
+         {"pci_bus_id", bus},
+         {"total_memory_bytes", p.totalGlobalMem},
+         {"sm_count", p.multiProcessorCount},
+         {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)}});
   }
   static_context_ = {
       {"backend", "cuda"},
@@ -763,7 +787,8 @@ nlohmann::json CudaWorld::context() const {
 
 }  // namespace cuda
 
-// ---- public API ----------------------------------------------------------------------------------
+// ---- public API
+// ----------------------------------------------------------------------------------
 
 int cuda_device_count() noexcept {
   int n = 0;
@@ -777,21 +802,25 @@ int cuda_device_count() noexcept {
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
   const int count = cuda_device_count();
   if (opts.world_size < 1)
-    throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) + ": must be at least 1");
-  if (opts.first_device < 0 || opts.first_device + opts.world_size > count)
     throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) +
-                                ": the cuda backend needs one GPU per rank, but " +
-                                std::to_string(count) + " GPU(s) are visible" +
-                                (opts.first_device ? " from device " + std::to_string(opts.first_device)
-                                                   : std::string()) +
-                                " (check CUDA_VISIBLE_DEVICES, or use --backend host)");
-  if (!(opts.timeout_s > 0)) throw std::invalid_argument("cuda backend: timeout_s must be positive");
+                                ": must be at least 1");
+  if (opts.first_device < 0 || opts.first_device + opts.world_size > count)
+    throw std::invalid_argument(
+        "--world-size " + std::to_string(opts.world_size) +
+        ": the cuda backend needs one GPU per rank, but " + std::to_string(count) +
+        " GPU(s) are visible" +
+        (opts.first_device ? " from device " + std::to_string(opts.first_device) : std::string()) +
+        " (check CUDA_VISIBLE_DEVICES, or use --backend host)");
+  if (!(opts.timeout_s > 0))
+    throw std::invalid_argument("cuda backend: timeout_s must be positive");
   return std::make_unique<cuda::CudaWorld>(opts);
 }
 
 nlohmann::json measure_cuda_ceilings(Backend& backend) {
   auto* world = dynamic_cast<cuda::CudaWorld*>(&backend);
-  if (!world) throw std::invalid_argument("measure_cuda_ceilings: backend '" + backend.name() + "' is not cuda");
+  if (!world)
+    throw std::invalid_argument("measure_cuda_ceilings: backend '" + backend.name() +
+                                "' is not cuda");
   return world->measure_ceilings();
 }
 

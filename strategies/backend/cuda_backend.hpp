@@ -6,7 +6,6 @@
 // A plain C++ header: no CUDA or NCCL header is needed to include it.
 #include <cstdint>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "strategies/backend/backend.hpp"

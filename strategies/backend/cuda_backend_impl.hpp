@@ -110,9 +110,9 @@ class CudaRank final : public RankBackend {
   struct Alloc {
     MemSpace space = MemSpace::device;
     uint64_t bytes = 0;
-    Access write;                  // the last write (or the allocation, on its stream)
-    cudaEvent_t reads[3] = {};     // the last read on each stream since that write
-    int last_stream = -1;          // the stream of the most recent access
+    Access write;               // the last write (or the allocation, on its stream)
+    cudaEvent_t reads[3] = {};  // the last read on each stream since that write
+    int last_stream = -1;       // the stream of the most recent access
   };
   struct Use {
     const Buffer* b;

@@ -36,9 +36,13 @@ nlohmann::json CudaWorld::measure_ceilings() {
 
     // Mean ms of one iteration of `issue` (enqueued `iters` times after one warm-up), all ranks
     // starting together; the first stream in `streams` carries the timing, the others join it.
-    auto timed = [&](const std::function<void()>& issue, std::initializer_list<cudaStream_t> streams,
-                     int iters) {
-      issue();
+    auto timed = [&](const std::function<void()>& issue,
+                     std::initializer_list<cudaStream_t> streams, int iters) {
+      issue();  // warm-up, completed on every stream before the ranks start together
+      for (cudaStream_t s : streams) {
+        SA_CUDA_CHECK(cudaEventRecord(join.get(), s));
+        wait_event(join.get(), rank.comm(), p, what);
+      }
       barrier_.arrive_and_wait(p, what);
       cudaStream_t first = *streams.begin();
       SA_CUDA_CHECK(cudaEventRecord(start.get(), first));
@@ -75,12 +79,21 @@ nlohmann::json CudaWorld::measure_ceilings() {
     };
     res[r].h2d = gbps(cb, timed([&] { h2d(copy); }, {copy}, 4));
     res[r].d2h = gbps(cb, timed([&] { d2h(copy); }, {copy}, 4));
-    res[r].bidir = gbps(2.0 * cb, timed([&] { h2d(copy); d2h(comm); }, {copy, comm}, 4));
+    res[r].bidir = gbps(2.0 * cb, timed(
+                                      [&] {
+                                        h2d(copy);
+                                        d2h(comm);
+                                      },
+                                      {copy, comm}, 4));
 
     // Device copy: bytes read + written.
-    res[r].device_copy = gbps(2.0 * db, timed([&] {
-      SA_CUDA_CHECK(cudaMemcpyAsync(dbuf.get(), da.get(), db, cudaMemcpyDeviceToDevice, compute));
-    }, {compute}, 10));
+    res[r].device_copy =
+        gbps(2.0 * db, timed(
+                           [&] {
+                             SA_CUDA_CHECK(cudaMemcpyAsync(dbuf.get(), da.get(), db,
+                                                           cudaMemcpyDeviceToDevice, compute));
+                           },
+                           {compute}, 10));
 
     // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
     const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
@@ -89,8 +102,10 @@ nlohmann::json CudaWorld::measure_ceilings() {
     auto rs = [&] {
       const ncclResult_t res_ = ncclReduceScatter(rs_in.get(), rs_out.get(), count, ncclFloat32,
                                                   ncclSum, rank.comm(), comm);
-      if (res_ == ncclInProgress) settle(rank.comm(), p, what + " (reduce-scatter)");
-      else if (res_ != ncclSuccess) throw_nccl(res_, "ncclReduceScatter", __FILE__, __LINE__);
+      if (res_ == ncclInProgress)
+        settle(rank.comm(), p, what + " (reduce-scatter)");
+      else if (res_ != ncclSuccess)
+        throw_nccl(res_, "ncclReduceScatter", __FILE__, __LINE__);
     };
     rs();  // a second warm-up: the first call also sets up connections
     const double rs_ms = timed(rs, {comm}, 10);
@@ -116,7 +131,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
     constexpr int kIters = 3;
     const auto h0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kIters; ++i) host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
-    const double hms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count();
+    const double hms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count();
     res[r].host_add = gbps(12.0 * el * kIters, hms);
     SA_CUDA_CHECK(cudaDeviceSynchronize());
   });

@@ -21,7 +21,8 @@ void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
 
 void throw_nccl(ncclResult_t r, const char* call, const char* file, int line) {
   const char* last = ncclGetLastError(nullptr);
-  throw NcclError("NCCL error " + std::string(ncclGetErrorString(r)) + " in " + where(call, file, line) +
+  throw NcclError("NCCL error " + std::string(ncclGetErrorString(r)) + " in " +
+                  where(call, file, line) +
                   (last && *last ? std::string(": ") + last : std::string()));
 }
 
@@ -53,12 +54,15 @@ void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPo
       throw WaitTimeout(what + ": timed out after " + std::to_string(policy.timeout_s) +
                         " s (a collective that not every rank joined, or a hung device); the "
                         "communicators are aborted");
-    if (polls < 2000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 20 : 1000));
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 20 : 1000));
   }
 }
 
-void wait_event(cudaEvent_t ev, ncclComm_t comm, const WaitPolicy& policy, const std::string& what) {
+void wait_event(cudaEvent_t ev, ncclComm_t comm, const WaitPolicy& policy,
+                const std::string& what) {
   wait_until(
       [ev] {
         const cudaError_t e = cudaEventQuery(ev);
@@ -88,11 +92,13 @@ void settle(ncclComm_t comm, const WaitPolicy& policy, const std::string& what) 
 
 void set_device(int dev) { SA_CUDA_CHECK(cudaSetDevice(dev)); }
 
-// ---- RAII ----------------------------------------------------------------------------------------
+// ---- RAII
+// ----------------------------------------------------------------------------------------
 // Destructors cannot throw: a failure there is reported on stderr.
 namespace {
 void report(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) std::fprintf(stderr, "shardaccum cuda: %s failed: %s\n", call, cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "shardaccum cuda: %s failed: %s\n", call, cudaGetErrorString(e));
 }
 }  // namespace
 

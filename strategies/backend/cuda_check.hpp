@@ -2,13 +2,13 @@
 // Checked CUDA and NCCL calls (a failure throws with the call, file and line), RAII handles, and
 // the bounded wait that every blocking point of the cuda backend goes through: it polls, watches
 // NCCL's asynchronous error and a peer-failure flag, and gives up after a timeout, never hanging.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
 #include <atomic>
 #include <functional>
 #include <stdexcept>
 #include <string>
-
-#include <cuda_runtime.h>
-#include <nccl.h>
 
 namespace shardaccum::cuda {
 
@@ -28,26 +28,27 @@ struct WaitTimeout : CudaError {
 [[noreturn]] void throw_cuda(cudaError_t e, const char* call, const char* file, int line);
 [[noreturn]] void throw_nccl(ncclResult_t r, const char* call, const char* file, int line);
 
-#define SA_CUDA_CHECK(call)                                                             \
-  do {                                                                                  \
-    const cudaError_t sa_err_ = (call);                                                 \
-    if (sa_err_ != cudaSuccess) ::shardaccum::cuda::throw_cuda(sa_err_, #call, __FILE__, __LINE__); \
+#define SA_CUDA_CHECK(call)                                               \
+  do {                                                                    \
+    const cudaError_t sa_err_ = (call);                                   \
+    if (sa_err_ != cudaSuccess)                                           \
+      ::shardaccum::cuda::throw_cuda(sa_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// For calls on a non-blocking communicator: ncclInProgress is not an error (settle() follows).
-#define SA_NCCL_CHECK(call)                                                             \
-  do {                                                                                  \
-    const ncclResult_t sa_res_ = (call);                                                \
-    if (sa_res_ != ncclSuccess && sa_res_ != ncclInProgress)                            \
-      ::shardaccum::cuda::throw_nccl(sa_res_, #call, __FILE__, __LINE__);               \
+#define SA_NCCL_CHECK(call)                                               \
+  do {                                                                    \
+    const ncclResult_t sa_res_ = (call);                                  \
+    if (sa_res_ != ncclSuccess && sa_res_ != ncclInProgress)              \
+      ::shardaccum::cuda::throw_nccl(sa_res_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Checks the last kernel launch (cudaErrorNotReady, left by an event query, is no error).
-#define SA_CUDA_LAUNCH_CHECK(what)                                                      \
-  do {                                                                                  \
-    const cudaError_t sa_err_ = cudaGetLastError();                                     \
-    if (sa_err_ != cudaSuccess && sa_err_ != cudaErrorNotReady)                         \
-      ::shardaccum::cuda::throw_cuda(sa_err_, "launch of " what, __FILE__, __LINE__);   \
+#define SA_CUDA_LAUNCH_CHECK(what)                                                    \
+  do {                                                                                \
+    const cudaError_t sa_err_ = cudaGetLastError();                                   \
+    if (sa_err_ != cudaSuccess && sa_err_ != cudaErrorNotReady)                       \
+      ::shardaccum::cuda::throw_cuda(sa_err_, "launch of " what, __FILE__, __LINE__); \
   } while (0)
 
 /// How long to wait and what else ends a wait.
@@ -76,7 +77,8 @@ void settle(ncclComm_t comm, const WaitPolicy& policy, const std::string& what);
 /// Makes `dev` current for the calling thread.
 void set_device(int dev);
 
-// ---- RAII handles --------------------------------------------------------------------------------
+// ---- RAII handles
+// --------------------------------------------------------------------------------
 
 class UniqueStream {
  public:
@@ -109,7 +111,10 @@ class DeviceMemory {
  public:
   DeviceMemory() = default;
   explicit DeviceMemory(size_t bytes);
-  DeviceMemory(DeviceMemory&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  DeviceMemory(DeviceMemory&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
   DeviceMemory& operator=(DeviceMemory&& o) noexcept;
   ~DeviceMemory();
   void* get() const { return p_; }
@@ -125,7 +130,10 @@ class PinnedMemory {
  public:
   PinnedMemory() = default;
   explicit PinnedMemory(size_t bytes);
-  PinnedMemory(PinnedMemory&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  PinnedMemory(PinnedMemory&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
   PinnedMemory& operator=(PinnedMemory&& o) noexcept;
   ~PinnedMemory();
   void* get() const { return p_; }

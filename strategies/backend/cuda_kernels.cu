@@ -23,13 +23,17 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 // ---- element access by dtype -------------------------------------------------------------------
 template <DType T>
 __device__ __forceinline__ float load1(const void* p, uint64_t i) {
-  if constexpr (T == DType::fp32) return static_cast<const float*>(p)[i];
-  else return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+  if constexpr (T == DType::fp32)
+    return static_cast<const float*>(p)[i];
+  else
+    return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
 }
 template <DType T>
 __device__ __forceinline__ void store1(void* p, uint64_t i, float v) {
-  if constexpr (T == DType::fp32) static_cast<float*>(p)[i] = v;
-  else static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+  if constexpr (T == DType::fp32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
 }
 
 /// Loads elements [8v, 8v + 8): one 16-byte load for bf16, two for fp32.
@@ -38,8 +42,14 @@ __device__ __forceinline__ void load8(const void* p, uint64_t v, float (&x)[kVec
   if constexpr (T == DType::fp32) {
     const float4* q = static_cast<const float4*>(p) + 2 * v;
     const float4 a = q[0], b = q[1];
-    x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
-    x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+    x[0] = a.x;
+    x[1] = a.y;
+    x[2] = a.z;
+    x[3] = a.w;
+    x[4] = b.x;
+    x[5] = b.y;
+    x[6] = b.z;
+    x[7] = b.w;
   } else {
     const uint4 u = static_cast<const uint4*>(p)[v];
     const uint32_t w[4] = {u.x, u.y, u.z, u.w};
@@ -66,14 +76,17 @@ __device__ __forceinline__ void store8(void* p, uint64_t v, const float (&x)[kVe
   }
 }
 
-// ---- generate ------------------------------------------------------------------------------------
+// ---- generate
+// ------------------------------------------------------------------------------------
 template <DType T, bool Vec>
 __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumulate) {
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
   const uint64_t prefix = grad_prefix(key);
-  auto g_at = [&](uint64_t i) { return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i); };
+  auto g_at = [&](uint64_t i) {
+    return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i);
+  };
   uint64_t done = 0;
   if constexpr (Vec) {
     const uint64_t nv = n / kVec;
@@ -81,7 +94,8 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
       float x[kVec] = {};
       if (accumulate) load8<T>(grad, v, x);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) x[k] = accumulate ? x[k] + g_at(v * kVec + k) : g_at(v * kVec + k);
+      for (int k = 0; k < kVec; ++k)
+        x[k] = accumulate ? x[k] + g_at(v * kVec + k) : g_at(v * kVec + k);
       store8<T>(grad, v, x);
     }
     done = nv * kVec;
@@ -90,7 +104,8 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
     store1<T>(grad, i, accumulate ? load1<T>(grad, i) + g_at(i) : g_at(i));
 }
 
-// ---- add / convert -------------------------------------------------------------------------------
+// ---- add / convert
+// -------------------------------------------------------------------------------
 template <DType D, DType S, bool Assign, bool Vec>
 __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
@@ -114,7 +129,8 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
   }
 }
 
-// ---- scale ---------------------------------------------------------------------------------------
+// ---- scale
+// ---------------------------------------------------------------------------------------
 template <DType T, bool Vec>
 __global__ void scale_kernel(void* dst, uint64_t n, float f) {
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
@@ -134,7 +150,8 @@ __global__ void scale_kernel(void* dst, uint64_t n, float f) {
   for (uint64_t i = done + tid; i < n; i += stride) store1<T>(dst, i, load1<T>(dst, i) * f);
 }
 
-// ---- oracle --------------------------------------------------------------------------------------
+// ---- oracle
+// --------------------------------------------------------------------------------------
 __device__ __forceinline__ CheckSums warp_sum(CheckSums c) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -167,13 +184,17 @@ __global__ void check_kernel(const void* shard, uint64_t n, uint64_t j0, OracleK
                              const uint64_t* prefixes, CheckSums* partials) {
   CheckSums c{0, 0, 0, 0};
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < n; j += stride) {
+  for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += stride) {
     const double v = load1<T>(shard, j);
     const uint64_t jg = j0 + j;
     const double e = expected_value(key, prefixes, jg);
-    if (!isfinite(v)) ++c.nonfinite;
-    else if (key.shard_offset + jg >= key.numel && v != 0.0) ++c.bad_padding;
-    else c.err_norm2 += (v - e) * (v - e);
+    if (!isfinite(v))
+      ++c.nonfinite;
+    else if (key.shard_offset + jg >= key.numel && v != 0.0)
+      ++c.bad_padding;
+    else
+      c.err_norm2 += (v - e) * (v - e);
     c.ref_norm2 += e * e;
   }
   c = block_sum(c);
@@ -207,10 +228,14 @@ void add_typed(void* dst, const void* src, uint64_t n, cudaStream_t s) {
 
 template <bool Assign>
 void add_dispatch(void* dst, DType dt, const void* src, DType st, uint64_t n, cudaStream_t s) {
-  if (dt == DType::fp32 && st == DType::fp32) add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, s);
-  else if (dt == DType::fp32) add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, s);
-  else if (st == DType::fp32) add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, s);
-  else add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, s);
+  if (dt == DType::fp32 && st == DType::fp32)
+    add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, s);
+  else if (dt == DType::fp32)
+    add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, s);
+  else if (st == DType::fp32)
+    add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, s);
+  else
+    add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, s);
 }
 
 }  // namespace
@@ -220,19 +245,25 @@ void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool a
   const bool vec = aligned16(grad);
   const int blocks = blocks_for(vec ? n / kVec + 1 : n);
   if (t == DType::fp32) {
-    if (vec) generate_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
-    else generate_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    if (vec)
+      generate_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    else
+      generate_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
   } else {
-    if (vec) generate_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
-    else generate_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    if (vec)
+      generate_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+    else
+      generate_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
   }
   SA_CUDA_LAUNCH_CHECK("generate_kernel");
 }
 
 void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
                 cudaStream_t s) {
-  if (assign) add_dispatch<true>(dst, dt, src, st, n, s);
-  else add_dispatch<false>(dst, dt, src, st, n, s);
+  if (assign)
+    add_dispatch<true>(dst, dt, src, st, n, s);
+  else
+    add_dispatch<false>(dst, dt, src, st, n, s);
   SA_CUDA_LAUNCH_CHECK("add_kernel");
 }
 
@@ -240,17 +271,22 @@ void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s) 
   const bool vec = aligned16(dst);
   const int blocks = blocks_for(vec ? n / kVec + 1 : n);
   if (t == DType::fp32) {
-    if (vec) scale_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
-    else scale_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    if (vec)
+      scale_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    else
+      scale_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
   } else {
-    if (vec) scale_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
-    else scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    if (vec)
+      scale_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+    else
+      scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
   }
   SA_CUDA_LAUNCH_CHECK("scale_kernel");
 }
 
 void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
-                  const uint64_t* prefixes, CheckSums* partials, CheckSums* result, cudaStream_t s) {
+                  const uint64_t* prefixes, CheckSums* partials, CheckSums* result,
+                  cudaStream_t s) {
   const int blocks = std::min(blocks_for(n), kCheckBlocks);
   if (t == DType::fp32)
     check_kernel<DType::fp32><<<blocks, kThreads, 0, s>>>(shard, n, j0, key, prefixes, partials);

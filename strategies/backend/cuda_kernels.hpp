@@ -1,9 +1,9 @@
 #pragma once
 // Device kernels of the cuda backend, behind host-callable launchers (cuda_kernels.cu), and the
 // OpenMP host loops on pinned memory (cuda_host_ops.cpp). Kernels never touch pinned memory.
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "strategies/dtype.hpp"
 #include "strategies/gradient_gen.hpp"
@@ -38,9 +38,11 @@ inline constexpr int kCheckBlocks = 1024;  // partials[] holds this many CheckSu
 void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
                   const uint64_t* prefixes, CheckSums* partials, CheckSums* result, cudaStream_t s);
 
-// ---- host loops on pinned memory (OpenMP) ---------------------------------------------------------
+// ---- host loops on pinned memory (OpenMP)
+// ---------------------------------------------------------
 
-/// dst += src on the host with `threads` OpenMP threads (vectorized: fp32 += fp32, fp32 += bf16...).
+/// dst += src on the host with `threads` OpenMP threads (vectorized: fp32 += fp32, fp32 +=
+/// bf16...).
 void host_add(void* dst, DType dt, const void* src, DType st, uint64_t n, int threads);
 /// dst *= factor on the host.
 void host_scale(void* dst, DType t, uint64_t n, float factor, int threads);
