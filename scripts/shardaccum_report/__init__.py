@@ -1,0 +1,17 @@
+"""Report and compare tools for shardaccum's Google Benchmark JSON (DESIGN.md §6, §7).
+
+Modules, one concept each:
+  errors    InputError: a problem with a user's input file, reported with exit status 2
+  case      a case's identity: the key:value parts of a benchmark name, strategies, presets, schedules
+  counters  the counter vocabulary: phases, measured/predicted pairs, ceiling fractions, units
+  loading   reading and validating benchmark JSON into runs, cases and repetitions
+  tables    Markdown tables of cases
+  plots/    one PNG per view (phases, memory, traffic, Pareto, correctness, ceilings, scaling)
+  report    assembling reports/NAME/README.md
+  compare   baseline against candidate: ratios, Mann-Whitney U, regressions
+  atomic    writes that never leave a half-written file or report
+  cli       the command lines of scripts/report.py and scripts/compare.py
+"""
+
+__all__ = ["__version__"]
+__version__ = "0.1.0"

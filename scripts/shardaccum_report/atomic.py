@@ -1,0 +1,53 @@
+"""Writes that never leave a half-written file or report: write into a temporary beside the target,
+then rename over it (a rename within one file system is atomic on POSIX)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+@contextmanager
+def atomic_directory(target: Path) -> Iterator[Path]:
+    """Yields an empty temporary directory beside `target`; when the block ends without an exception,
+    the directory replaces `target` (an older one is removed), otherwise it is deleted and `target`
+    is left as it was. Raises OSError when the parent cannot be created or written, or when `target`
+    exists and is not a directory (NotADirectoryError)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"{target} exists and is not a directory")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is for everyone to read
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.rename(target, old / target.name)
+        os.rename(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Writes UTF-8 text to `path` through a temporary file and a rename. Raises OSError."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,151 @@
+"""Command lines of scripts/report.py and scripts/compare.py.
+
+Exit status: report 0 = written; compare 0 = no regression, 1 = a regression; both 2 = bad input or
+usage (the message names the file), 3 = an internal error (a bug: please report it with the input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from .errors import InputError
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+REPORT_EPILOG = """\
+The report folder holds README.md (Markdown tables, readable on GitHub as it is) and PNG plots:
+step time by phase, peak device/pinned memory and PCIe bytes measured beside predicted, memory
+against step time with the Pareto front, the correctness matrix, phases against measured ceilings
+(cuda runs), and scaling with K and world size when the inputs hold several.
+Host-backend runs are marked: their times are host wall-clock, not GPU time.
+
+The folder is written in full beside its place and renamed into it, so a report is never half
+written; an older report of the same name is replaced.
+
+example:
+  python scripts/report.py run.json --name h200x2-llama2-7b
+  python scripts/report.py w2.json w4.json --name scaling --out-dir /tmp/reports
+
+exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON, no benchmarks, bad --name),
+3 internal error."""
+
+COMPARE_EPILOG = """\
+Cases are matched by their name's axes. For each, ratio = candidate / baseline of the metric's median
+over repetitions, and a two-sided Mann-Whitney U test on the per-repetition values (as Google
+Benchmark's tools/compare.py; it needs >= 2 repetitions a side, and can reach p < 0.05 only from
+about 4; with fewer, the ratio alone decides and the row says so). A case regresses when it is worse
+by more than --threshold and the test does not call it noise, when `correct` went from 1 to 0, or
+when it newly fails with an error.
+
+example:
+  python scripts/compare.py main.json branch.json
+  python scripts/compare.py main.json branch.json --threshold 0.10 --out compare.md
+
+exit status: 0 no regression, 1 at least one regression (gate CI on it), 2 bad input or usage,
+3 internal error."""
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (give a fraction, e.g. 0.05 for 5%)") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0 (a fraction, e.g. 0.05 for 5%)")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _fraction(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+    return value
+
+
+def report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="report.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=REPORT_EPILOG,
+        description="Turn shardaccum_bench Google Benchmark JSON into reports/NAME/README.md with plots.")
+    p.add_argument("runs", nargs="+", metavar="RUN.json",
+                   help="output of shardaccum_bench --benchmark_out=RUN.json --benchmark_out_format=json; several "
+                        "files of different cases (e.g. world 2 and world 4) join into one report")
+    p.add_argument("--name", required=True, help="report folder name (letters, digits, '.', '_', '-')")
+    p.add_argument("--out-dir", default="reports", type=Path,
+                   help="where the report folder goes (default: reports)")
+    return p
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    from .compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    p = argparse.ArgumentParser(
+        prog="compare.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMPARE_EPILOG,
+        description="Compare two shardaccum_bench runs (baseline, candidate) case by case; exit 1 on a regression.")
+    p.add_argument("baseline", metavar="BASE.json", help="the reference run (Google Benchmark JSON)")
+    p.add_argument("candidate", metavar="CAND.json", help="the run under test (Google Benchmark JSON)")
+    p.add_argument("--threshold", type=_fraction, default=DEFAULT_THRESHOLD,
+                   help="how much worse counts as a regression, as a fraction (default 0.05 = 5%%)")
+    p.add_argument("--metric", default="step_ms",
+                   help="counter to compare (default step_ms, ms per step; any counter, or real_time/cpu_time; "
+                        "*_gbps and *_frac_ceiling count higher as better)")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA,
+                   help="significance level of the Mann-Whitney U test (default 0.05)")
+    p.add_argument("--out", type=Path, metavar="FILE.md",
+                   help="write the Markdown comparison to FILE.md (atomically) instead of standard output")
+    return p
+
+
+def _fail(prog: str, message: str, code: int) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _guard(prog: str, body) -> int:
+    """Runs body(); turns InputError and OSError into exit 2 and anything else into exit 3."""
+    try:
+        return body()
+    except InputError as e:
+        return _fail(prog, str(e), EXIT_BAD_INPUT)
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        return _fail(prog, f"{where}{e.strerror or e}", EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        return _fail(prog, "interrupted", 130)
+    except Exception:  # noqa: BLE001 - never exit 1 on a crash: 1 means 'regression' to a gate
+        traceback.print_exc()
+        return _fail(prog, "internal error (a bug in the tool; please report it with the input files)",
+                     EXIT_INTERNAL)
+
+
+def report_main(argv: list[str] | None = None) -> int:
+    """scripts/report.py: prints the path of the README.md it wrote."""
+    args = report_parser().parse_args(argv)
+
+    def body() -> int:
+        from .report import build_report
+        print(build_report(args.runs, args.name, args.out_dir))
+        return EXIT_OK
+
+    return _guard("report.py", body)
+
+
+def compare_main(argv: list[str] | None = None) -> int:
+    """scripts/compare.py: prints the comparison (or a summary line and the file with --out)."""
+    args = compare_parser().parse_args(argv)
+
+    def body() -> int:
+        from .atomic import write_text_atomic
+        from .compare import compare_files, summary_line, to_markdown
+        result = compare_files(args.baseline, args.candidate, args.metric, args.threshold, args.alpha)
+        text = to_markdown(result)
+        if args.out is not None:
+            write_text_atomic(args.out, text)
+            print(summary_line(result))
+            print(args.out)
+        else:
+            print(text)
+        return EXIT_REGRESSION if result.regressions else EXIT_OK
+
+    return _guard("compare.py", body)

@@ -1,0 +1,352 @@
+"""Reading and validating shardaccum_bench's Google Benchmark JSON into runs, cases and repetitions.
+
+Input: files written by ``shardaccum_bench --benchmark_out=FILE --benchmark_out_format=json``.
+Every problem with a file raises InputError naming the file; missing counters are not errors (a
+case simply has no value for them, and the report says so).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .case import CaseKey, Group, parse_case_name
+from .counters import CEILING_KEYS, CORRECT, MAX_REL_ERR
+from .errors import InputError
+
+# Google Benchmark's own numeric fields of an entry: everything else numeric is a counter.
+_STANDARD_FIELDS = frozenset({
+    "family_index", "per_family_instance_index", "repetitions", "repetition_index", "threads",
+    "iterations", "real_time", "cpu_time",
+})
+_TIME_UNIT_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+_HOW_TO_MAKE = "shardaccum_bench --benchmark_out=FILE --benchmark_out_format=json"
+
+
+@dataclass
+class RunContext:
+    """The 'context' object of one file: Google Benchmark's keys plus shardaccum's custom strings."""
+
+    raw: dict
+
+    def get(self, key: str) -> str | None:
+        """A context value as a string, or None when absent or empty."""
+        value = self.raw.get(key)
+        return None if value is None or value == "" else str(value)
+
+    @property
+    def backend(self) -> str | None:
+        """'host' or 'cuda' (None when the file does not say)."""
+        return self.get("backend")
+
+    @property
+    def is_host(self) -> bool:
+        return self.backend == "host"
+
+    @property
+    def time_label(self) -> str:
+        """How to name the run's times in titles and axis labels."""
+        if self.is_host:
+            return "host wall-clock, not GPU time"
+        return self.get("time_domain") or ("GPU events" if self.backend == "cuda" else "time domain unknown")
+
+    @property
+    def ceilings(self) -> dict[str, float]:
+        """Measured ceilings in GB/s by context key (ceiling_*_gbps); absent or unparsable ones left out."""
+        found = {}
+        for key in CEILING_KEYS:
+            try:
+                value = float(self.raw[key])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if math.isfinite(value) and value > 0:
+                found[key] = value
+        return found
+
+
+@dataclass
+class Repetition:
+    """One iteration entry: the counters of one repetition of a case (times in ms, bytes in bytes)."""
+
+    index: int
+    counters: dict[str, float]
+    real_time_ms: float | None = None
+    cpu_time_ms: float | None = None
+    error: str | None = None
+
+    def get(self, metric: str) -> float | None:
+        """A counter, or real_time/cpu_time in ms; None when absent."""
+        if metric == "real_time":
+            return self.real_time_ms
+        if metric == "cpu_time":
+            return self.cpu_time_ms
+        return self.counters.get(metric)
+
+
+@dataclass
+class Case:
+    """All repetitions of one case from one file, and Google Benchmark's aggregates of them."""
+
+    key: CaseKey
+    source: str
+    repetitions: list[Repetition] = field(default_factory=list)
+    aggregates: dict[str, dict[str, float]] = field(default_factory=dict)
+    aggregate_error: str | None = None
+
+    @property
+    def ok_repetitions(self) -> list[Repetition]:
+        return [r for r in self.repetitions if r.error is None]
+
+    @property
+    def error(self) -> str | None:
+        """The first error message of any repetition (Google Benchmark's SkipWithError), or None."""
+        for r in self.repetitions:
+            if r.error is not None:
+                return r.error
+        return self.aggregate_error
+
+    def samples(self, metric: str) -> list[float]:
+        """Finite per-repetition values of a counter (repetitions without an error), in file order."""
+        values = (r.get(metric) for r in self.ok_repetitions)
+        return [v for v in values if v is not None and math.isfinite(v)]
+
+    def has(self, metric: str) -> bool:
+        """Whether any repetition or aggregate carries the counter."""
+        return any(r.get(metric) is not None for r in self.ok_repetitions) or any(
+            metric in agg for agg in self.aggregates.values())
+
+    def value(self, metric: str) -> float | None:
+        """The median over repetitions of a counter; Google Benchmark's median (or mean) aggregate
+        when the file has aggregates only; None when no repetition has a finite value."""
+        samples = self.samples(metric)
+        if samples:
+            return statistics.median(samples)
+        if not self.ok_repetitions:
+            for name in ("median", "mean"):
+                value = self.aggregates.get(name, {}).get(metric)
+                if value is not None and math.isfinite(value):
+                    return value
+        return None
+
+    @property
+    def correct(self) -> bool | None:
+        """False when any repetition has correct == 0, True when all that have it are 1, else None."""
+        values = [r.counters[CORRECT] for r in self.ok_repetitions if CORRECT in r.counters]
+        if not values and not self.ok_repetitions:
+            mean = self.aggregates.get("mean", {}).get(CORRECT)
+            values = [] if mean is None else [mean]
+        if not values:
+            return None
+        return all(v >= 0.999 for v in values)
+
+    @property
+    def max_rel_err(self) -> float | None:
+        """The largest max_rel_err over repetitions; NaN or inf when any repetition had one."""
+        values = [r.counters[MAX_REL_ERR] for r in self.ok_repetitions if MAX_REL_ERR in r.counters]
+        if not values and not self.ok_repetitions:
+            worst = self.aggregates.get("mean", {}).get(MAX_REL_ERR)
+            values = [] if worst is None else [worst]
+        if not values:
+            return None
+        if any(math.isnan(v) for v in values):
+            return math.nan
+        return max(values)
+
+    @property
+    def status(self) -> str:
+        """'error', 'wrong', 'correct' or 'unknown' (no correct counter)."""
+        if self.error is not None:
+            return "error"
+        correct = self.correct
+        return "unknown" if correct is None else ("correct" if correct else "wrong")
+
+    @property
+    def repetition_count(self) -> int:
+        return len(self.ok_repetitions)
+
+
+@dataclass
+class RunFile:
+    """One benchmark JSON file: its context, its cases and what was noticed while reading it."""
+
+    path: str
+    context: RunContext
+    cases: dict[CaseKey, Case]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """The cases of one or more files of the same backend, each case from exactly one file."""
+
+    files: list[RunFile]
+    cases: list[Case]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def backend(self) -> str | None:
+        backends = {f.context.backend for f in self.files if f.context.backend}
+        return backends.pop() if len(backends) == 1 else None
+
+    @property
+    def is_host(self) -> bool:
+        return any(f.context.is_host for f in self.files)
+
+    @property
+    def time_label(self) -> str:
+        """The time domain for titles and labels ('host wall-clock, not GPU time' on the host backend)."""
+        labels = {f.context.time_label for f in self.files}
+        if self.is_host:
+            return "host wall-clock, not GPU time"
+        return labels.pop() if len(labels) == 1 else "time domain unknown"
+
+    def groups(self) -> dict[Group, list[Case]]:
+        """Cases by group (model, world, K, dtype), groups and cases in report order."""
+        by_group: dict[Group, list[Case]] = {}
+        for case in sorted(self.cases, key=lambda c: c.key.sort_key):
+            by_group.setdefault(case.key.group, []).append(case)
+        return dict(sorted(by_group.items(), key=lambda item: item[0].sort_key))
+
+    def by_key(self) -> dict[CaseKey, Case]:
+        return {c.key: c for c in self.cases}
+
+
+def _read_json(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise InputError(str(path), "is a directory, expected a JSON file") from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), "is not UTF-8 text, expected Google Benchmark JSON") from None
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror or e}") from None
+    if not text.strip():
+        raise InputError(str(path), f"empty file, expected Google Benchmark JSON (write it with {_HOW_TO_MAKE})")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                                    "a run that was killed leaves its JSON cut off") from None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _entry_times_ms(entry: dict) -> tuple[float | None, float | None]:
+    scale = _TIME_UNIT_TO_MS.get(str(entry.get("time_unit", "ms")))
+    if scale is None:
+        return None, None
+    real, cpu = _number(entry.get("real_time")), _number(entry.get("cpu_time"))
+    return (None if real is None else real * scale), (None if cpu is None else cpu * scale)
+
+
+def _counters(entry: dict) -> dict[str, float]:
+    found = {}
+    for key, value in entry.items():
+        number = _number(value)
+        if number is not None and key not in _STANDARD_FIELDS:
+            found[key] = number
+    return found
+
+
+def load_run_file(path: str | Path) -> RunFile:
+    """Reads one benchmark JSON file.
+
+    Entries whose name does not start with 'accum/' (other benchmark families) are skipped with a note.
+    Raises InputError naming the file when it cannot be read, is empty, is not valid JSON, is not a
+    Google Benchmark object, has no or an empty 'benchmarks' list, has an entry without a name or with
+    a malformed 'accum/' name, or has no accumulation case at all.
+    """
+    path = Path(path)
+    where = str(path)
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(where, f"top level is a JSON {type(data).__name__}, expected an object with "
+                                "'context' and 'benchmarks' (Google Benchmark JSON)")
+    if "benchmarks" not in data:
+        raise InputError(where, f"no 'benchmarks' list: not Google Benchmark JSON output ({_HOW_TO_MAKE})")
+    entries = data["benchmarks"]
+    if not isinstance(entries, list):
+        raise InputError(where, f"'benchmarks' is a {type(entries).__name__}, expected a list")
+    if not entries:
+        raise InputError(where, "'benchmarks' is empty: the run recorded no case "
+                                "(did --benchmark_filter match nothing, or did the run stop early?)")
+    context = data.get("context", {})
+    if not isinstance(context, dict):
+        raise InputError(where, f"'context' is a {type(context).__name__}, expected an object")
+    run_file = RunFile(where, RunContext(context), {})
+    if "context" not in data:
+        run_file.notes.append(f"{where}: no 'context': machine, backend and command are unknown")
+
+    skipped = 0
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise InputError(where, f"benchmarks[{i}] has no 'name' string")
+        run_type = entry.get("run_type", "iteration")
+        name = entry.get("run_name") if isinstance(entry.get("run_name"), str) else entry["name"]
+        if run_type == "aggregate" and name == entry["name"] and entry.get("aggregate_name"):
+            name = name.removesuffix("_" + str(entry["aggregate_name"]))
+        try:
+            key = parse_case_name(name)
+        except ValueError as e:
+            raise InputError(where, f"benchmarks[{i}]: {e}") from None
+        if key is None:
+            skipped += 1
+            continue
+        case = run_file.cases.setdefault(key, Case(key, where))
+        error = str(entry.get("error_message") or "error without a message") if entry.get(
+            "error_occurred") else None
+        if run_type == "aggregate":
+            if error is not None:
+                case.aggregate_error = case.aggregate_error or error
+            else:
+                case.aggregates[str(entry.get("aggregate_name", "mean"))] = _counters(entry)
+            continue
+        real_ms, cpu_ms = _entry_times_ms(entry)
+        index = entry.get("repetition_index")
+        index = index if isinstance(index, int) else len(case.repetitions)
+        case.repetitions.append(Repetition(index, _counters(entry), real_ms, cpu_ms, error))
+
+    if not run_file.cases:
+        raise InputError(where, f"none of the {len(entries)} benchmarks is an accumulation case "
+                                "(a name starting 'accum/')")
+    if skipped:
+        run_file.notes.append(f"{where}: {skipped} benchmark entries that are not accumulation cases "
+                              "(name not starting 'accum/') were left out")
+    return run_file
+
+
+def load_runs(paths: list[str | Path]) -> Run:
+    """Reads one or more files into one Run (e.g. world size 2 and 4 from two runs).
+
+    Raises InputError when a file is bad (see load_run_file), when the files mix backends (host
+    wall-clock and GPU times cannot share an axis), or when one case appears in two files.
+    """
+    if not paths:
+        raise InputError("", "no input file given")
+    files = [load_run_file(p) for p in paths]
+    backends = {f.path: f.context.backend for f in files if f.context.backend}
+    if len(set(backends.values())) > 1:
+        listed = ", ".join(f"{p}: {b}" for p, b in backends.items())
+        raise InputError("", f"the files mix backends ({listed}); host wall-clock and GPU times cannot "
+                             "share an axis: make one report per backend")
+    seen: dict[CaseKey, str] = {}
+    cases: list[Case] = []
+    for f in files:
+        for key, case in f.cases.items():
+            if key in seen:
+                raise InputError(f.path, f"case {key.name} is also in {seen[key]}: a report joins runs of "
+                                         "different cases (e.g. world 2 and world 4); to weigh two runs of "
+                                         "the same cases against each other use compare.py")
+            seen[key] = f.path
+            cases.append(case)
+    notes = [n for f in files for n in f.notes]
+    return Run(files, sorted(cases, key=lambda c: c.key.sort_key), notes)

@@ -1,0 +1,15 @@
+"""One PNG per view of a group of cases. Every function writes one file and returns its path, or
+returns None when the cases hold none of the counters it draws (the report then says why).
+
+Plots are drawn on matplotlib's non-interactive Agg backend, from Figure objects (no pyplot state).
+"""
+
+from .ceilings import plot_ceilings
+from .correctness import plot_correctness
+from .measured_predicted import plot_measured_predicted
+from .pareto import plot_pareto
+from .phases import plot_step_phases
+from .scaling import plot_scaling
+
+__all__ = ["plot_ceilings", "plot_correctness", "plot_measured_predicted", "plot_pareto", "plot_step_phases",
+           "plot_scaling"]

@@ -1,0 +1,84 @@
+"""Peak device memory against step time: which strategy to pick under a memory budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.lines import Line2D
+
+from .. import analysis
+from ..case import schedule_display
+from ..counters import PEAK_DEVICE, STEP
+from ..loading import Case
+from .style import (
+    WRONG,
+    byte_scale,
+    new_figure,
+    save,
+    strategy_color,
+    strategy_legend,
+    strategy_marker,
+    styled,
+    wrong_handle,
+)
+
+
+def _short(c: Case) -> str:
+    s = c.key.strategy
+    return s.preset or s.label
+
+
+@styled
+def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> Path | None:
+    """One panel per schedule: x = peak device memory per rank (binary units), y = step time (ms).
+    Colour = offload, marker = binding/mode; wrong results are red crosses and never on the front;
+    the Pareto front of correct cases is a dashed staircase with its points ringed and named.
+    Returns None when no case has both peak_device_bytes and step_ms."""
+    usable = [c for c in cases if c.value(PEAK_DEVICE.counter) is not None and c.value(STEP) is not None]
+    if not usable:
+        return None
+    scale, unit = byte_scale(max(c.value(PEAK_DEVICE.counter) for c in usable))
+    per_schedule = analysis.by_schedule(usable)
+    n = len(per_schedule)
+    cols = min(n, 2)
+    rows = (n + cols - 1) // cols
+    fig = new_figure(5.2 * cols + 2.6, 4.0 * rows + 0.8)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    for ax, (schedule, group) in zip(axes, per_schedule.items()):
+        for c in group:
+            x, y = c.value(PEAK_DEVICE.counter) / scale, c.value(STEP)
+            if c.status == "wrong":
+                ax.plot(x, y, marker="X", color=WRONG, markersize=9, linestyle="", zorder=3)
+            else:
+                marker, _ = strategy_marker(c.key.strategy)
+                ax.plot(x, y, marker=marker, color=strategy_color(c.key.strategy), markersize=7, linestyle="",
+                        markeredgecolor="white", markeredgewidth=0.6, alpha=0.9, zorder=3)
+        front = analysis.pareto_front(group)
+        if front:
+            xs = [p.memory_bytes / scale for p in front]
+            ys = [p.step_ms for p in front]
+            ax.step(xs, ys, where="post", color="black", linestyle="--", linewidth=1.1, zorder=2)
+            ax.plot(xs, ys, marker="o", markersize=14, markerfacecolor="none", markeredgecolor="black",
+                    linestyle="", zorder=4)
+            for i, p in enumerate(front):
+                ax.annotate(_short(p.case), (xs[i], ys[i]), xytext=(8, 6 + 9 * (i % 2)),
+                            textcoords="offset points", fontsize=8, zorder=5,
+                            bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.8))
+        ax.set_title(schedule_display(schedule))
+        ax.set_xlabel(f"peak device memory per rank ({unit})")
+        ax.set_ylabel(f"step time (ms, {time_label})")
+        # Memory from 0 (a budget is an amount); time zoomed to the cases, so the front reads clearly.
+        ax.set_xlim(0, max(c.value(PEAK_DEVICE.counter) for c in group) / scale * 1.3 or 1.0)
+        steps = [c.value(STEP) for c in group]
+        pad = max((max(steps) - min(steps)) * 0.15, max(steps) * 0.02, 1e-6)
+        ax.set_ylim(max(0.0, min(steps) - pad), max(steps) + 2 * pad)
+    handles = strategy_legend([c.key.strategy for c in usable])
+    handles.append(wrong_handle("WRONG result (never on the front)"))
+    handles.append(Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none",
+                          markersize=10, label="Pareto front (correct cases)"))
+    fig.legend(handles=handles, loc="outside right center")
+    fig.suptitle(f"Memory against step time — {title}\nlower-left is better; under a device-memory budget, "
+                 "pick the lowest front point left of it")
+    return save(fig, path)

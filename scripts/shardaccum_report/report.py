@@ -1,0 +1,297 @@
+"""Assembles reports/NAME/README.md and its PNG plots from one or more benchmark JSON files.
+
+The README is plain GitHub Markdown: relative image links, Markdown tables, long tables folded in
+<details>. Every value is per optimizer step and per rank, times in ms (median over repetitions),
+bytes exact, bandwidths in GB/s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from . import analysis, tables
+from .atomic import atomic_directory
+from .case import Group, schedule_display
+from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
+from .errors import InputError
+from .loading import Case, Run, RunFile, load_runs
+from .plots import plot_ceilings, plot_correctness, plot_measured_predicted, plot_pareto, plot_scaling, plot_step_phases
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_name(name: str) -> str:
+    """Returns `name` when it is one safe path component; raises InputError otherwise."""
+    if not NAME_PATTERN.fullmatch(name or ""):
+        raise InputError("", f"--name {name!r}: use letters, digits, '.', '_' and '-' (one folder name, "
+                             "not starting with '.' or '-'), e.g. h200x2-llama2-7b")
+    return name
+
+
+def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "reports") -> Path:
+    """Reads the files, writes OUT_DIR/NAME/README.md with its PNGs, and returns the README's path.
+
+    The folder is written complete in a temporary beside it and then renamed into place, replacing
+    an older report of the same name. Raises InputError for a bad name or input file (see
+    loading.load_runs) and OSError when the output cannot be written.
+    """
+    check_name(name)
+    run = load_runs(paths)
+    target = Path(out_dir) / name
+    with atomic_directory(target) as tmp:
+        (tmp / "README.md").write_text(render(run, name, tmp), encoding="utf-8")
+    return target / "README.md"
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n</details>\n"
+
+
+def _image(alt: str, path: Path | None) -> str:
+    return f"![{alt}]({path.name})\n" if path is not None else ""
+
+
+def _file_for(run: Run, case: Case) -> RunFile:
+    return next(f for f in run.files if f.path == case.source)
+
+
+def render(run: Run, name: str, folder: Path) -> str:
+    """The README text; writes the PNGs into `folder` as a side effect."""
+    time_label = run.time_label
+    out: list[str] = [f"# shardaccum report: {name}\n"]
+    out.append(_banner(run))
+    out.append(_run_info(run))
+    groups = run.groups()
+    out.append(_summary(run, groups))
+    for group, cases in groups.items():
+        out.append(_group_section(run, group, cases, folder, time_label))
+    out.append(_scaling_section(run, folder, time_label))
+    out.append(_notes(run, name))
+    return "\n".join(part for part in out if part)
+
+
+def _banner(run: Run) -> str:
+    if run.is_host:
+        return ("> [!WARNING]\n"
+                "> **Host backend: every time in this report is host wall-clock, not GPU time.** Ranks are "
+                "threads on the CPU and memory spaces are host arenas; bytes and correctness carry over to "
+                "GPUs, times do not.\n")
+    if run.backend is None:
+        return "> [!NOTE]\n> The input does not name its backend: times are of an unknown time domain.\n"
+    return f"> Times: {time_label_sentence(run)}.\n"
+
+
+def time_label_sentence(run: Run) -> str:
+    return f"{run.backend} backend, {run.time_label}"
+
+
+_INFO_KEYS = (("machine", "machine"), ("backend", "backend"), ("time domain", "time_domain"),
+              ("model", "model"), ("world size", "world_size"), ("K (micro-batches per step)", "k"),
+              ("measured steps per case", "measured_steps"), ("bytes source", "bytes_source"),
+              ("commit", "git_commit"), ("date", "date"), ("host", "host_name"), ("executable", "executable"),
+              ("library build", "library_build_type"))
+
+
+def _run_info(run: Run) -> str:
+    out = ["## Run\n"]
+    if len(run.files) == 1:
+        f = run.files[0]
+        rows = [["input", f"`{tables.escape(f.path)}`"]]
+        rows += [[label, tables.escape(f.context.get(key))] for label, key in _INFO_KEYS if f.context.get(key)]
+        out.append(tables.md_table(["", ""], rows))
+    else:
+        keys = (("machine", "machine"), ("backend", "backend"), ("model", "model"), ("world", "world_size"),
+                ("K", "k"), ("commit", "git_commit"), ("date", "date"))
+        rows = [[f"`{tables.escape(f.path)}`"] + [tables.escape(f.context.get(k) or tables.MISSING) for _, k in keys]
+                for f in run.files]
+        out.append(tables.md_table(["input"] + [label for label, _ in keys], rows))
+    for f in run.files:
+        command = f.context.get("command")
+        label = "Command" if len(run.files) == 1 else f"Command of `{f.path}`"
+        if command:
+            out.append(f"{label}:\n\n```sh\n{command}\n```\n")
+        else:
+            out.append(f"{label}: not recorded in the JSON context.\n")
+    return "\n".join(out)
+
+
+def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
+    statuses = Counter(c.status for c in run.cases)
+    reps = sorted({c.repetition_count for c in run.cases if c.error is None})
+    rep_text = "/".join(str(r) for r in reps) if reps else "0"
+    parts = [f"{statuses.get('correct', 0)} correct", f"{statuses.get('wrong', 0)} WRONG",
+             f"{statuses.get('error', 0)} failed with an error"]
+    if statuses.get("unknown"):
+        parts.append(f"{statuses['unknown']} without an oracle result")
+    out = ["## Summary\n",
+           f"{len(run.cases)} cases in {len(groups)} group{'s' if len(groups) != 1 else ''}: "
+           f"{', '.join(parts)}; {rep_text} repetitions per case. Times: {run.time_label}.\n"]
+    rows = []
+    for group, cases in groups.items():
+        for schedule, sc in analysis.by_schedule(cases).items():
+            correct = [c for c in sc if c.status == "correct" and c.value(STEP) is not None]
+            fastest = min(correct, key=lambda c: c.value(STEP), default=None)
+            with_mem = [c for c in correct if c.value(PEAK_DEVICE.counter) is not None]
+            leanest = min(with_mem, key=lambda c: (c.value(PEAK_DEVICE.counter), c.value(STEP)), default=None)
+            wrong = sum(1 for c in sc if c.status == "wrong")
+            failed = sum(1 for c in sc if c.status == "error")
+            rows.append([
+                tables.escape(group.title) if len(groups) > 1 else "",
+                schedule_display(schedule),
+                tables.escape(fastest.key.strategy.display) if fastest else tables.MISSING,
+                tables.fmt_ms(fastest.value(STEP)) if fastest else tables.MISSING,
+                tables.escape(leanest.key.strategy.display) if leanest else tables.MISSING,
+                tables.fmt_bytes(leanest.value(PEAK_DEVICE.counter)) if leanest else tables.MISSING,
+                f"{wrong} of {len(sc)}" if wrong else "0",
+                str(failed)])
+    headers = ["group", "schedule", "fastest correct", "step (ms)", "least device memory (correct)",
+               "peak device (B)", "WRONG", "errors"]
+    if len(groups) <= 1:
+        headers, rows = headers[1:], [r[1:] for r in rows]
+    numeric = {headers.index(h) for h in ("step (ms)", "peak device (B)", "errors")}
+    out.append(tables.md_table(headers, rows, right=numeric))
+    return "\n".join(out)
+
+
+def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time_label: str) -> str:
+    slug = group.slug
+    reps = sorted({c.repetition_count for c in cases if c.error is None})
+    out = [f"## {group.title}\n"]
+
+    out.append("### Step time by phase\n")
+    png = plot_step_phases(cases, folder / f"{slug}.step_phases.png", group.title, time_label)
+    if png is None:
+        out.append("Skipped: no case has `step_ms`.\n")
+    else:
+        out.append(_image(f"Step time by phase, {time_label}", png))
+        out.append(f"Median over {'/'.join(map(str, reps)) or '0'} repetitions, ms per step ({time_label}); "
+                   "each phase is the max over ranks. The black tick is `step_ms`: phases on separate streams "
+                   "overlap, so a stack may pass it, and *other* (step − phases) is then 0.\n")
+    notes = analysis.missing_notes(cases, [STEP] + [p.counter for p in PHASES])
+    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    out.append(_details("Table: step time and phases (ms)", tables.phase_table(cases)))
+
+    out.append("### Peak memory\n")
+    png = plot_measured_predicted(cases, MEMORY_PAIRS, folder / f"{slug}.memory.png", group.title)
+    out.append(_image("Peak device and pinned memory, measured beside predicted", png) if png else
+               "Skipped: no case has peak memory counters.\n")
+    notes = analysis.missing_notes(cases, [c for p in MEMORY_PAIRS for c in (p.counter, p.model)])
+    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    out.append(_mismatch_sentence(cases, MEMORY_PAIRS))
+    out.append(_details("Table: peak memory per rank (bytes)", tables.paired_table(cases, MEMORY_PAIRS)))
+
+    out.append("### PCIe traffic\n")
+    png = plot_measured_predicted(cases, TRAFFIC_PAIRS, folder / f"{slug}.pcie.png", group.title)
+    out.append(_image("PCIe bytes per step, measured beside predicted", png) if png else
+               "Skipped: no case has `h2d_bytes` or `d2h_bytes`.\n")
+    sources = {_file_for(run, c).context.get("bytes_source") for c in cases} - {None}
+    if sources:
+        out.append(f"Measured bytes come from {', '.join(sorted(sources))}.\n")
+    traffic = TRAFFIC_PAIRS + (NCCL_INPUT,)
+    notes = analysis.missing_notes(cases, [c for p in traffic for c in (p.counter, p.model)])
+    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    out.append(_mismatch_sentence(cases, traffic))
+    out.append(_details("Table: H2D, D2H and reduce-scatter input bytes per rank and step",
+                        tables.paired_table(cases, traffic)))
+
+    out.append("### Memory against step time\n")
+    png = plot_pareto(cases, folder / f"{slug}.pareto.png", group.title, time_label)
+    if png is None:
+        out.append("Skipped: no case has both `peak_device_bytes` and `step_ms`.\n")
+    else:
+        out.append(_image("Peak device memory against step time, Pareto front", png))
+        fronts = {schedule_display(s): analysis.pareto_front(sc) for s, sc in analysis.by_schedule(cases).items()}
+        out.append("The Pareto front of correct cases, from the least device memory up: with a budget of at "
+                   "least the first column, the row's strategy is the fastest that fits. Wrong cases are "
+                   "never on it.\n")
+        out.append(tables.pareto_table(fronts))
+
+    out.append("### Correctness\n")
+    png = plot_correctness(cases, folder / f"{slug}.correctness.png", group.title)
+    out.append(_image("Correctness matrix", png))
+    out.append("✓ correct, ✗ **WRONG** (error above the oracle's bound), ⚠ the case failed; the number is "
+               "`max_rel_err` = ‖out − ref‖ / ‖ref‖, the largest over repetitions.\n")
+    out.append(tables.correctness_table(cases))
+    if any(c.error is not None for c in cases):
+        out.append("Cases that failed with an error:\n")
+        out.append(tables.errors_table(cases))
+
+    out.append("### Phases against measured ceilings\n")
+    out.append(_ceiling_part(run, cases, folder, slug, group))
+    return "\n".join(out)
+
+
+def _mismatch_sentence(cases: list[Case], pairs) -> str:
+    bad = [(c, p) for c in cases for p in pairs if analysis.mismatched(c, p)]
+    compared = [(c, p) for c in cases for p in pairs if analysis.deviation(c, p) is not None]
+    if not compared:
+        return ""
+    if not bad:
+        return (f"Measured matches predicted within {analysis.MISMATCH_TOLERANCE:.0%} in all {len(compared)} "
+                "comparisons.\n")
+    listed = "; ".join(f"{c.key.schedule} {c.key.strategy.display} {p.counter} "
+                       f"{tables.fmt_deviation(analysis.deviation(c, p))}" for c, p in bad[:8])
+    more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
+    return (f"**Measured differs from predicted by more than {analysis.MISMATCH_TOLERANCE:.0%} in {len(bad)} of "
+            f"{len(compared)} comparisons**: {tables.escape(listed)}{more}.\n")
+
+
+def _ceiling_part(run: Run, cases: list[Case], folder: Path, slug: str, group: Group) -> str:
+    files = {c.source: _file_for(run, c) for c in cases}
+    ceilings: dict[str, float] = {}
+    for f in files.values():
+        for k, v in f.context.ceilings.items():
+            ceilings.setdefault(k, v)
+    has_fracs = any(c.value(f.counter) is not None for c in cases for f in CEILING_FRACTIONS)
+    if not has_fracs:
+        why = ("the host backend measures no hardware ceilings" if run.is_host else
+               "the JSON has no `*_frac_ceiling` counters")
+        listed = (" The context has ceilings " + ", ".join(f"`{k}`" for k in ceilings) + ".") if ceilings else ""
+        return f"Skipped: {why}.{listed}\n"
+    out = []
+    if ceilings:
+        out.append("Ceilings measured in the same run, the way the strategies use the hardware:\n")
+        out.append(tables.ceilings_table(ceilings))
+    else:
+        out.append("The context names no ceiling values; fractions are as the benchmark reported them.\n")
+    png = plot_ceilings(cases, ceilings, folder / f"{slug}.ceilings.png", group.title)
+    out.append(_image("Each phase as a fraction of its measured ceiling", png))
+    out.append("Each cell: the phase's bandwidth as a percentage of its ceiling (GB/s under the column); "
+               "– where the case did not run that phase.\n")
+    notes = analysis.missing_fraction_notes(cases)
+    out += [f"- {n}" for n in notes] + ([""] if notes else [])
+    out.append(_details("Table: fraction of ceiling per phase", tables.fraction_table(cases)))
+    return "\n".join(out)
+
+
+def _scaling_section(run: Run, folder: Path, time_label: str) -> str:
+    out = ["## Scaling\n"]
+    for axis, what in (("k", "K"), ("world", "world size")):
+        figs = analysis.scaling_figures(run.cases, axis)
+        out.append(f"### Scaling with {what}\n")
+        if not figs:
+            values = sorted({c.key.k if axis == "k" else c.key.world for c in run.cases})
+            out.append(f"Skipped: every case has {what} {', '.join(map(str, values))}; a scaling plot needs runs "
+                       f"at two or more values of {what} (give several JSON files).\n")
+            continue
+        for fig in figs:
+            png = plot_scaling(fig, folder / f"scaling_{axis}.{fig.slug}.png", time_label)
+            out.append(f"#### {fig.title}\n")
+            out.append(_image(f"Step time against {what}, {time_label}", png))
+            out.append(_details(f"Table: step time (ms) against {what}", tables.scaling_table(fig)))
+    return "\n".join(out)
+
+
+def _notes(run: Run, name: str) -> str:
+    out = ["## Notes\n",
+           "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
+           "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
+           "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of DESIGN.md §3.",
+           "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
+           "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
+    out += [f"- {tables.escape(n)}" for n in run.notes]
+    inputs = " ".join(f.path for f in run.files)
+    out.append(f"\nRegenerate: `python scripts/report.py {inputs} --name {name}`\n")
+    return "\n".join(out)

@@ -1,0 +1,166 @@
+"""compare.py: ratios, the Mann-Whitney U test over repetitions, regressions and the exit status."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import HOST_FIXTURE, entries_of, fixture_doc, plant_slowdown, run_script, table_row, write_doc
+from shardaccum_report.compare import compare_files, smallest_p_value
+
+SLOW = "accum/model:uniform:8x1M/world:2/schedule:nSnS/binding:data/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
+
+
+def tiny_run(step_ms: dict[str, list[float]], correct: dict[str, float] | None = None) -> dict:
+    """Hand-written Google Benchmark JSON: one entry per repetition, counters step_ms and correct."""
+    entries = []
+    for name, values in step_ms.items():
+        for i, v in enumerate(values):
+            entries.append({"name": name, "run_name": name, "run_type": "iteration", "repetitions": len(values),
+                            "repetition_index": i, "iterations": 3, "real_time": v, "cpu_time": v,
+                            "time_unit": "ms", "step_ms": v, "correct": (correct or {}).get(name, 1.0),
+                            "max_rel_err": 0.0})
+    return {"context": {"backend": "cuda", "time_domain": "gpu events", "machine": "2x NVIDIA H200"},
+            "benchmarks": entries}
+
+
+CASE = "accum/model:m/world:2/schedule:nS/binding:data/offload:none/mode:flag/dtype:fp32-fp32-fp32"
+
+
+@pytest.fixture(scope="module")
+def slow_run(tmp_path_factory):
+    """The committed fixture with one case planted 2x slower."""
+    return write_doc(plant_slowdown(fixture_doc(), SLOW, 2.0), tmp_path_factory.mktemp("cmp") / "slow.json")
+
+
+def test_planted_2x_slowdown_is_a_regression_with_exit_1(slow_run):
+    proc = run_script("compare.py", HOST_FIXTURE, slow_run)
+    assert proc.returncode == 1, proc.stderr
+    regressions = proc.stdout.split("## Regressions")[1].split("## All cases")[0]
+    row = table_row(regressions, "nSnS", "data/gpu-add/flag")
+    assert 1.9 < float(row[4]) < 2.1
+    assert "slower" in row[6]
+    rows = [line for line in regressions.splitlines() if line.startswith("| ")]
+    assert len(rows) == 3  # header, rule, and only the planted case
+    assert "1 regression in 64 cases" in proc.stdout
+
+
+def test_unchanged_run_is_no_regression_with_exit_0():
+    proc = run_script("compare.py", HOST_FIXTURE, HOST_FIXTURE)
+    assert proc.returncode == 0, proc.stderr
+    assert "no regression in 64 cases" in proc.stdout
+    assert "## Regressions" not in proc.stdout
+
+
+def test_noise_below_the_threshold_is_no_regression(tmp_path):
+    doc = fixture_doc()
+    rng = random.Random(7)
+    for e in doc["benchmarks"]:
+        for key, value in list(e.items()):
+            if isinstance(value, float) and (key.endswith("_ms") or key in ("real_time", "cpu_time")):
+                e[key] = value * (1 + rng.uniform(-0.02, 0.02))
+    other = write_doc(doc, tmp_path / "rerun.json")
+    result = compare_files(HOST_FIXTURE, other)
+    assert result.regressions == []
+    assert all(0.95 < r.ratio < 1.05 for r in result.rows)
+
+
+def test_threshold_option_moves_the_line(slow_run):
+    assert run_script("compare.py", HOST_FIXTURE, slow_run, "--threshold", "1.5").returncode == 0
+    assert run_script("compare.py", HOST_FIXTURE, slow_run, "--threshold", "0.5").returncode == 1
+
+
+def test_correct_flipping_to_0_is_a_regression(tmp_path):
+    doc = fixture_doc()
+    flipped = SLOW.replace("nSnS", "SSSS")
+    for e in entries_of(doc, flipped, run_type=None):
+        e["correct"], e["max_rel_err"] = 0.0, 0.5
+    cand = write_doc(doc, tmp_path / "flipped.json")
+    proc = run_script("compare.py", HOST_FIXTURE, cand)
+    assert proc.returncode == 1
+    row = table_row(proc.stdout.split("## Regressions")[1].split("## All cases")[0], "SSSS", "data/gpu-add/flag")
+    assert "correct 1 → 0" in row[6]
+    result = compare_files(HOST_FIXTURE, cand)
+    assert [r.key.name for r in result.regressions] == [flipped]  # canonical name, whatever the suffixes
+    assert result.regressions[0].verdict == "unchanged"  # the time did not move; correctness did
+
+
+def test_a_case_that_now_fails_is_a_regression(tmp_path):
+    doc = fixture_doc()
+    failing = SLOW.replace("nSnS", "nnnS").replace("gpu-add", "none")
+    for e in entries_of(doc, failing, run_type=None):
+        for key in [k for k, v in e.items() if isinstance(v, float)]:
+            del e[key]
+        e.update({"error_occurred": True, "error_message": "NCCL timeout"})
+    cand = write_doc(doc, tmp_path / "failing.json")
+    result = compare_files(HOST_FIXTURE, cand)
+    assert len(result.regressions) == 1
+    assert result.regressions[0].correctness == "fails in candidate: NCCL timeout"
+
+
+def test_u_test_decides_with_enough_repetitions(tmp_path):
+    base = write_doc(tiny_run({CASE: [10.0, 10.1, 10.2, 10.3, 10.4]}), tmp_path / "b.json")
+    clear = write_doc(tiny_run({CASE: [11.0, 11.1, 11.2, 11.3, 11.4]}), tmp_path / "c.json")
+    r = compare_files(base, clear).rows[0]
+    assert r.verdict == "regression" and r.p_value == pytest.approx(2 / 252) and "U test" in r.test_note
+    # 8% slower in the median, but the repetitions overlap: the test calls it noise.
+    noisy_slow = write_doc(tiny_run({CASE: [9.0, 9.5, 11.5, 30.0, 11.0]}), tmp_path / "ns.json")
+    r = compare_files(base, noisy_slow).rows[0]
+    assert r.ratio > 1.05 and r.p_value >= 0.05 and r.verdict == "not significant" and not r.regressed
+    assert run_script("compare.py", base, noisy_slow).returncode == 0
+    assert run_script("compare.py", base, clear).returncode == 1
+
+
+def test_too_few_repetitions_fall_back_to_the_ratio_with_a_note(tmp_path):
+    base = write_doc(tiny_run({CASE: [10.0]}), tmp_path / "b.json")
+    cand = write_doc(tiny_run({CASE: [12.0]}), tmp_path / "c.json")
+    r = compare_files(base, cand).rows[0]
+    assert r.p_value is None and r.verdict == "regression"
+    assert "no U test" in r.test_note and "ratio alone" in r.test_note
+    assert smallest_p_value(2, 2) == pytest.approx(1 / 3) and smallest_p_value(4, 4) < 0.05
+
+
+def test_higher_is_better_metrics_flip_the_direction(slow_run):
+    result = compare_files(HOST_FIXTURE, slow_run, metric="nccl_busbw_gbps")
+    names = [r.key.name for r in result.regressions]
+    assert names == [SLOW]
+    assert result.regressions[0].ratio == pytest.approx(0.5, abs=0.05)
+
+
+def test_out_writes_the_markdown_and_prints_a_summary(tmp_path, slow_run):
+    out = tmp_path / "cmp" / "result.md"
+    proc = run_script("compare.py", HOST_FIXTURE, slow_run, "--out", out)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == ["1 regression in 64 cases: 1 worse by more than 5% in step_ms, "
+                                        "0 lost correctness or now fail", str(out)]
+    text = out.read_text()
+    assert text.startswith("# shardaccum compare: step_ms") and "## Regressions" in text
+    assert "host wall-clock, not GPU time" in text
+    assert [p.name for p in out.parent.iterdir()] == ["result.md"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ("", "empty file"),
+    ('{"context": {}}', "no 'benchmarks' list"),
+])
+def test_bad_candidate_exits_2_naming_the_file(tmp_path, content, message):
+    bad = tmp_path / "cand.json"
+    bad.write_text(content)
+    proc = run_script("compare.py", HOST_FIXTURE, bad)
+    assert proc.returncode == 2
+    assert str(bad) in proc.stderr and message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_no_common_case_and_unknown_metric_exit_2(tmp_path):
+    other = write_doc(tiny_run({CASE: [1.0, 1.1]}), tmp_path / "other.json")
+    proc = run_script("compare.py", HOST_FIXTURE, other)
+    assert proc.returncode == 2 and "no case in common" in proc.stderr
+    proc = run_script("compare.py", HOST_FIXTURE, HOST_FIXTURE, "--metric", "step_time")
+    assert proc.returncode == 2 and "--metric step_time" in proc.stderr and "step_ms" in proc.stderr
+
+
+def test_bad_threshold_is_a_usage_error():
+    proc = run_script("compare.py", HOST_FIXTURE, HOST_FIXTURE, "--threshold", "five")
+    assert proc.returncode == 2 and "--threshold" in proc.stderr

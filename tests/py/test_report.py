@@ -1,0 +1,222 @@
+"""The report: its tables hold the JSON's values, every plot is written, and the page says what it is."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import make_fixture
+import pytest
+from conftest import HOST_FIXTURE, iteration_entries, run_script, section, table_row, write_doc
+from shardaccum_report import analysis
+from shardaccum_report.loading import load_runs
+from shardaccum_report.report import build_report
+
+GROUP = "## uniform:8x1M · world 2 · K 4 · fp32-fp32-fp32"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _images(text: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+
+
+def _median(entries: list[dict], counter: str) -> float:
+    return statistics.median(e[counter] for e in entries)
+
+
+def test_cli_prints_the_readme_path(host_report):
+    readme, _, proc = host_report
+    assert proc.stdout.strip().splitlines()[-1] == str(readme)
+    assert readme.is_file()
+
+
+def test_banner_and_run_identity(host_report, host_doc):
+    _, text, _ = host_report
+    head = text.split("## Run")[0]
+    assert "host wall-clock, not GPU time" in head
+    ctx = host_doc["context"]
+    for key in ("machine", "backend", "model", "git_commit", "bytes_source"):
+        assert ctx[key] in text, key
+    assert f"```sh\n{ctx['command']}\n```" in text
+
+
+def test_every_plot_is_written_non_empty_and_linked_relatively(host_report):
+    readme, text, _ = host_report
+    links = _images(text)
+    kinds = {"step_phases", "memory", "pcie", "pareto", "correctness"}
+    assert {link.split(".")[-2] for link in links} == kinds
+    for link in links:
+        assert "/" not in link and not link.startswith("http"), link
+        data = (readme.parent / link).read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000, link
+    on_disk = {p.name for p in readme.parent.glob("*.png")}
+    assert on_disk == set(links)
+
+
+def test_host_times_are_labelled_in_the_text(host_report):
+    _, text, _ = host_report
+    phases = section(text, "### Step time by phase")
+    assert "host wall-clock, not GPU time" in phases
+
+
+def test_phase_table_holds_the_medians_of_the_json(host_report, host_doc):
+    _, text, _ = host_report
+    table = section(text, "### Step time by phase")
+    checked = 0
+    for schedule, strategy, display in (("SSSS", "binding:data-free/offload:cpu-add/mode:flag",
+                                         "data-free/cpu-add/flag (fsdp2)"),
+                                        ("nSnS", "binding:data/offload:gpu-add/mode:flag", "data/gpu-add/flag"),
+                                        ("SnSS", "binding:data/offload:copy/mode:shape",
+                                         "data/copy/shape (fairscale)")):
+        name = f"accum/model:uniform:8x1M/world:2/schedule:{schedule}/{strategy}/dtype:fp32-fp32-fp32"
+        reps = iteration_entries(host_doc, name)
+        row = table_row(table, schedule, display)
+        step = _median(reps, "step_ms")
+        phases = [_median(reps, c) for c in ("backward_ms", "nccl_ms", "accumulate_ms", "h2d_ms", "d2h_ms",
+                                             "cpu_add_ms", "finalize_ms")]
+        assert row[2] == f"{step:.3f}"
+        assert row[3:10] == [f"{v:.3f}" for v in phases]
+        assert row[10] == f"{max(0.0, step - sum(phases)):.3f}"
+        assert row[11] == "2"
+        wrong = any(e["correct"] == 0 for e in reps)
+        assert ("WRONG" in row[12]) == wrong
+        if wrong:
+            assert row[13] == f"{max(e['max_rel_err'] for e in reps):.3f}"
+        checked += 1
+    assert checked == 3
+
+
+def test_memory_and_traffic_tables_hold_exact_bytes(host_report, host_doc):
+    _, text, _ = host_report
+    name = ("accum/model:uniform:8x1M/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/"
+            "dtype:fp32-fp32-fp32")
+    reps = iteration_entries(host_doc, name)
+    b = lambda counter: f"{round(_median(reps, counter)):,}"  # noqa: E731
+    memory = table_row(section(text, "### Peak memory"), "SSSS", "data-free/gpu-add/flag (zero3)")
+    assert memory[2:4] == [b("peak_device_bytes"), b("model_peak_device_bytes")]
+    assert memory[5:7] == [b("peak_pinned_bytes"), b("model_peak_pinned_bytes")]
+    traffic = table_row(section(text, "### PCIe traffic"), "SSSS", "data-free/gpu-add/flag (zero3)")
+    assert traffic[2:4] == [b("h2d_bytes"), b("model_h2d_bytes")]
+    assert traffic[5:7] == [b("d2h_bytes"), b("model_d2h_bytes")]
+    assert traffic[8:10] == [b("nccl_input_bytes"), b("model_nccl_input_bytes")]
+    # DESIGN.md §3, gpu-add, fp32, N = 2, s = 4: NCCL input s·P·4, D2H s·(P/N)·4, H2D (s−1)·(P/N)·4.
+    nccl = round(_median(reps, "model_nccl_input_bytes"))
+    assert traffic[5] == f"{nccl // 2:,}" and traffic[2] == f"{nccl // 2 * 3 // 4:,}"
+
+
+def test_correctness_matrix_marks_wrong_cells_with_their_error(host_report, host_doc):
+    _, text, _ = host_report
+    grid = section(text, "### Correctness")
+    header = next(line for line in grid.splitlines() if line.startswith("| strategy |"))
+    assert "nnnS (no-sync)" in header and "SnSS (interleaved-sync-last)" in header
+    row = table_row(grid, "data-free/copy/shape (fsdp1)")
+    errs = {}
+    for schedule in ("nnnS", "SSSS", "nSnS", "SnSS"):
+        name = (f"accum/model:uniform:8x1M/world:2/schedule:{schedule}/binding:data-free/offload:copy/mode:shape/"
+                "dtype:fp32-fp32-fp32")
+        errs[schedule] = max(e["max_rel_err"] for e in iteration_entries(host_doc, name))
+    assert row[1] == "✓ 0"
+    assert row[2:] == [f"✗ **WRONG** {errs[s]:.3f}" for s in ("SSSS", "nSnS", "SnSS")]
+    assert table_row(grid, "data-free/cpu-add/flag (fsdp2)")[1:] == ["✓ 0"] * 4
+
+
+def test_summary_counts_and_fastest_correct(host_report):
+    _, text, _ = host_report
+    summary = section(text, "## Summary")
+    assert "64 cases in 1 group: 40 correct, 24 WRONG, 0 failed with an error" in summary
+    run = load_runs([HOST_FIXTURE])
+    sync = [c for c in run.cases if c.key.schedule == "SSSS" and c.status == "correct"]
+    fastest = min(sync, key=lambda c: c.value("step_ms"))
+    row = table_row(summary, "SSSS (sync)")
+    assert row[1] == fastest.key.strategy.display and row[2] == f"{fastest.value('step_ms'):.3f}"
+    assert row[5] == "8 of 16"
+
+
+def test_host_report_skips_ceilings_and_scaling_with_reasons(host_report):
+    _, text, _ = host_report
+    assert "Skipped: the host backend measures no hardware ceilings" in section(text,
+                                                                                 "### Phases against measured ceilings")
+    assert "Skipped: every case has K 4" in section(text, "### Scaling with K")
+    assert "Skipped: every case has world size 2" in section(text, "### Scaling with world size")
+
+
+def test_pareto_front_excludes_wrong_cases_and_dominated_ones():
+    run = load_runs([HOST_FIXTURE])
+    sync = [c for c in run.cases if c.key.schedule == "SSSS"]
+    front = analysis.pareto_front(sync)
+    assert front and all(p.case.status == "correct" for p in front)
+    mems = [p.memory_bytes for p in front]
+    steps = [p.step_ms for p in front]
+    assert mems == sorted(mems) and steps == sorted(steps, reverse=True)
+    for c in sync:
+        if c.status != "correct":
+            continue
+        # every correct case is dominated by (or is) a front point
+        assert any(p.memory_bytes <= c.value("peak_device_bytes") and p.step_ms <= c.value("step_ms") for p in front)
+
+
+def test_phase_breakdown_clips_other_at_zero():
+    run = load_runs([HOST_FIXTURE])
+    case = run.cases[0]
+    case.repetitions[0].counters["step_ms"] = case.repetitions[1].counters["step_ms"] = 1.0
+    assert analysis.phase_breakdown(case)["other"] == 0.0
+
+
+def test_cuda_report_has_ceilings_scaling_and_the_failed_case(cuda_report):
+    readme, text = cuda_report
+    assert "host wall-clock" not in text
+    links = _images(text)
+    assert sum(link.endswith(".ceilings.png") for link in links) == 3
+    assert any(link.startswith("scaling_k.") for link in links)
+    assert any(link.startswith("scaling_world.") for link in links)
+    for link in links:
+        data = (readme.parent / link).read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000, link
+    assert "| `ceiling_reduce_scatter_busbw_gbps` | reduce-scatter bus bandwidth | 237.0 |" in text
+    k8 = section(text, "## uniform:8x1M · world 2 · K 8 · fp32-fp32-fp32")
+    assert "operands in different memory spaces (device \\| pinned)" in k8  # pipe escaped in the table
+    assert table_row(section(k8, "### Correctness"), "data/copy/flag")[2] == "⚠ error"
+    scaling = section(text, "#### uniform:8x1M · world 2 · fp32-fp32-fp32")
+    assert "K=4 (ms)" in scaling and "K=8 (ms)" in scaling
+
+
+def test_missing_counters_are_tolerated_and_named(tmp_path):
+    doc = make_fixture.make_run(drop_counters=("nccl_ms", "model_peak_pinned_bytes", "h2d_bytes"))
+    readme = build_report([write_doc(doc, tmp_path / "sparse.json")], "sparse", tmp_path / "out")
+    text = readme.read_text()
+    assert "`nccl_ms` is in none of the cases: not shown." in text
+    assert "`model_peak_pinned_bytes` is in none of the cases: not shown." in text
+    assert "`h2d_bytes` is in none of the cases: not shown." in text
+    assert "reduce-scatter (ms)" not in section(text, "### Step time by phase")
+    for link in _images(text):
+        assert (readme.parent / link).stat().st_size > 10_000
+
+
+def test_report_replaces_an_old_one_and_a_failure_leaves_it_intact(tmp_path, monkeypatch):
+    small = write_doc(make_fixture.make_run(k=3, repetitions=1, schedules=["nnS"]), tmp_path / "small.json")
+    out = tmp_path / "reports"
+    readme = build_report([small], "r", out)
+    (readme.parent / "stale.png").write_bytes(b"old")
+    build_report([small], "r", out)
+    assert not (readme.parent / "stale.png").exists()
+    before = readme.read_text()
+
+    import shardaccum_report.report as report_module
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("plot failed")
+
+    monkeypatch.setattr(report_module, "plot_pareto", boom)
+    with pytest.raises(RuntimeError):
+        build_report([small], "r", out)
+    assert readme.read_text() == before
+    assert sorted(p.name for p in out.iterdir()) == ["r"]  # no temporary left behind
+
+
+@pytest.mark.parametrize("name", ["../escape", ".hidden", "a/b", ""])
+def test_bad_report_names_exit_2(tmp_path, name):
+    proc = run_script("report.py", HOST_FIXTURE, "--name", name, "--out-dir", tmp_path)
+    assert proc.returncode == 2
+    assert "--name" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(Path(tmp_path).iterdir()) == []
