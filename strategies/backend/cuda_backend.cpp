@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <utility>
 
 #include "strategies/backend/cuda_backend_impl.hpp"
 #include "strategies/unit_grad.hpp"
@@ -42,8 +43,7 @@ std::string version_string(int v) {  // CUDA: 1000*major + 10*minor
 
 }  // namespace
 
-// ---- RankBarrier
-// ---------------------------------------------------------------------------------
+// ---- RankBarrier --------------------------------------------------------------------------------
 
 void RankBarrier::reset() {
   std::lock_guard<std::mutex> l(m_);
@@ -86,16 +86,18 @@ bool RankBarrier::any(int rank, bool mine, const WaitPolicy& policy, const std::
   return any;
 }
 
-// ---- EventPool
-// -----------------------------------------------------------------------------------
+// ---- EventPool ----------------------------------------------------------------------------------
 
 cudaEvent_t EventPool::next() {
   if (used_ == events_.size()) events_.emplace_back(timing_);
   return events_[used_++].get();
 }
 
-// ---- CudaRank
-// ------------------------------------------------------------------------------------
+// ---- CudaRank: construction, validation, ordering ----------------------------------------------
+
+namespace {
+thread_local const CudaRank* tls_worker_of = nullptr;  // set on a rank's host-task worker
+}  // namespace
 
 CudaRank::CudaRank(CudaWorld& world, int rank, int device)
     : world_(world),
@@ -109,11 +111,18 @@ CudaRank::CudaRank(CudaWorld& world, int rank, int device)
 }
 
 CudaRank::~CudaRank() {
+  {
+    std::lock_guard<std::mutex> g(task_mu_);
+    task_stop_ = true;
+    task_cancel_ = true;
+  }
+  task_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
   try {
     set_device(device_);
     drain(WaitPolicy{30, nullptr}, who("shutdown"), false);
-    for (auto& [p, a] :
-         allocs_)  // buffers that outlived the backend: their owners must not use them
+    // Buffers that outlived the backend: their owners must not use them any more.
+    for (auto& [p, a] : allocs_)
       if (a.space == MemSpace::device) cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute));
     cudaStreamSynchronize(stream(Stream::compute));
   } catch (const std::exception& e) {
@@ -177,24 +186,138 @@ void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_li
   }
 }
 
-void CudaRank::begin_host_op(std::initializer_list<Use> uses, const char* op) {
+void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const char* op,
+                       const std::function<void()>& loop) {
+  std::vector<cudaEvent_t> waits;  // the GPU's pending writes, and reads of what is written
   for (const Use& u : uses) {
     const Alloc& a = allocs_.at(u.b->data());
-    if (a.write.ev) wait_event(a.write.ev, comm_, policy(), who(op));
+    if (a.write.ev) waits.push_back(a.write.ev);
     if (u.write)
       for (cudaEvent_t r : a.reads)
-        if (r) wait_event(r, comm_, policy(), who(op));
+        if (r) waits.push_back(r);
+  }
+  l.unlock();
+  for (cudaEvent_t ev : waits) wait_event(ev, nullptr, policy(), who(op));
+  const auto t0 = Clock::now();
+  loop();
+  const double ms = ms_since(t0);
+  l.lock();
+  if (in_step_) m_.phase_ms[static_cast<int>(p)] += ms;
+  for (const Use& u : uses) {
+    auto it = allocs_.find(u.b->data());
+    if (!u.write || it == allocs_.end()) continue;
+    it->second.write = {};  // every earlier GPU access has completed (waited above)
+    std::fill(std::begin(it->second.reads), std::end(it->second.reads), nullptr);
   }
 }
 
-void CudaRank::end_host_op(Phase p, double ms, std::initializer_list<Use> uses) {
-  if (in_step_) m_.phase_ms[static_cast<int>(p)] += ms;
-  for (const Use& u : uses) {
-    if (!u.write) continue;
-    Alloc& a = allocs_.at(u.b->data());
-    a.write = {};  // every earlier GPU access has completed (begin_host_op waited)
-    std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+// ---- host tasks
+// ----------------------------------------------------------------------------------
+
+bool CudaRank::on_worker() const { return tls_worker_of == this; }
+
+void CudaRank::worker_loop() {
+  tls_worker_of = this;
+  try {
+    set_device(device_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d host-task worker: %s\n", rank_, e.what());
   }
+  for (;;) {
+    HostTask t;
+    bool skip = false;
+    {
+      Lock l(task_mu_);
+      task_cv_.wait(l, [&] { return task_stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      t = std::move(tasks_.front());
+      tasks_.pop_front();
+      skip = task_cancel_;
+    }
+    if (!skip) {
+      try {
+        if (t.ev) wait_event(t.ev, nullptr, policy(), who("host task"));
+        t.fn();
+      } catch (...) {
+        std::lock_guard<std::mutex> g(task_mu_);
+        if (!task_error_) task_error_ = std::current_exception();
+        task_cancel_ = true;  // the step's later tasks are skipped; end_step reports the error
+      }
+    }
+    t.fn = nullptr;  // frees what the task holds (its staging) before it counts as done
+    {
+      std::lock_guard<std::mutex> g(task_mu_);
+      tasks_done_.fetch_add(1);
+    }
+    task_cv_.notify_all();
+  }
+}
+
+void CudaRank::wait_tasks(uint64_t upto, const char* what) {
+  if (on_worker()) return;  // a task never waits for itself or later ones
+  Lock l(task_mu_);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(policy().timeout_s));
+  while (tasks_done_.load() < upto)
+    if (task_cv_.wait_until(l, deadline) == std::cv_status::timeout && tasks_done_.load() < upto)
+      throw WaitTimeout(who(what) + ": host tasks did not finish within " +
+                        std::to_string(policy().timeout_s) + " s");
+}
+
+void CudaRank::after_tasks(Lock& l, std::initializer_list<const Buffer*> operands, const char* op) {
+  if (on_worker()) return;
+  const uint64_t queued = tasks_queued_.load();
+  if (tasks_done_.load() >= queued) return;
+  bool touched = false;
+  for (const Buffer* b : operands) {
+    if (!b || b->space() != MemSpace::pinned_host) continue;
+    auto it = allocs_.find(b->data());
+    touched = touched || (it != allocs_.end() && it->second.task_epoch < queued);
+  }
+  if (!touched) return;
+  l.unlock();
+  wait_tasks(queued, op);
+  l.lock();
+}
+
+void CudaRank::host_task(Event e, std::function<void()> task) {
+  const int depth = world_.options().host_task_depth;
+  if (depth <= 0 || on_worker()) {  // at once (and a task queuing a task runs it in place)
+    host_wait(e);
+    task();
+    return;
+  }
+  cudaEvent_t ev = nullptr;
+  if (e.id) {
+    Lock l(mu_);
+    ev = user_event(e, "host_task");
+  }
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  // At most `depth` tasks pending once this one is queued: each may hold a pinned staging.
+  const uint64_t queued = tasks_queued_.load();
+  if (queued + 1 > static_cast<uint64_t>(depth)) wait_tasks(queued + 1 - depth, "host_task");
+  HostTask dropped;
+  {
+    std::lock_guard<std::mutex> g(task_mu_);
+    if (task_cancel_) {
+      dropped.fn = std::move(task);  // a task failed: the step's later tasks are skipped
+    } else {
+      tasks_.push_back({ev, std::move(task)});
+      tasks_queued_.fetch_add(1);
+    }
+  }
+  task_cv_.notify_all();
+}
+
+std::exception_ptr CudaRank::settle_tasks(bool cancel) {
+  if (cancel) {
+    std::lock_guard<std::mutex> g(task_mu_);
+    task_cancel_ = true;
+  }
+  wait_tasks(tasks_queued_.load(), "host tasks");
+  std::lock_guard<std::mutex> g(task_mu_);
+  task_cancel_ = false;
+  return std::exchange(task_error_, nullptr);
 }
 
 // ---- memory
@@ -205,7 +328,7 @@ void CudaRank::sweep_deferred(bool wait_all) {
     bool done = true;
     for (cudaEvent_t ev : it->pending) {
       if (wait_all) {
-        wait_event(ev, comm_, policy(), who("pinned allocate"));
+        wait_event(ev, nullptr, policy(), who("pinned allocate"));
         continue;
       }
       const cudaError_t e = cudaEventQuery(ev);
@@ -240,12 +363,14 @@ void* CudaRank::allocate_pinned(uint64_t bytes) {
 Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) {
   if (numel == 0) throw BackendError(who("allocate") + ": 0 elements");
   set_device(device_);
+  Lock l(mu_);
   const uint64_t bytes = numel * dtype_bytes(dtype);
   const int si = idx(s);
   void* p = nullptr;
   Alloc a;
   a.space = space;
   a.bytes = bytes;
+  a.task_epoch = tasks_queued_.load();
   if (space == MemSpace::device) {
     const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
     if (e == cudaErrorMemoryAllocation) {
@@ -272,9 +397,12 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
 
 void CudaRank::release(Buffer& b) noexcept {
   try {
-    auto it = allocs_.find(b.data());
-    if (it == allocs_.end()) return;  // not ours (never expected)
     set_device(device_);
+    Lock l(mu_);
+    if (!allocs_.count(b.data())) return;  // not ours (never expected)
+    after_tasks(l, {&b}, "release");       // a queued task may still use it
+    auto it = allocs_.find(b.data());
+    if (it == allocs_.end()) return;
     Alloc& a = it->second;
     if (a.space == MemSpace::device) {
       // Free on the stream that used it last, after every other stream's use of it.
@@ -309,6 +437,9 @@ void CudaRank::release(Buffer& b) noexcept {
 // ----------------------------------------------------------------------------------
 
 void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  after_tasks(l, {&dst, &src}, "copy");
   live(dst, "copy", "destination");
   live(src, "copy", "source");
   if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
@@ -319,7 +450,6 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   const bool h2d = src.space() == MemSpace::pinned_host;
   const bool d2h = dst.space() == MemSpace::pinned_host;
   const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
-  set_device(device_);
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
@@ -329,12 +459,14 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
 }
 
 void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  if (space == MemSpace::pinned_host) after_tasks(l, {&dst, &src}, "add");
   in_space(dst, space, "add", "accumulator");
   in_space(src, space, "add", "addend");
   if (dst.numel() != src.numel())
     throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) +
                        ": numel differs");
-  set_device(device_);
   if (space == MemSpace::device) {
     const int si = idx(s);
     cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
@@ -343,19 +475,19 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
     return;
   }
   // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
-  begin_host_op({{&src, false}, {&dst, true}}, "cpu add");
-  const auto t0 = Clock::now();
-  host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
-  end_host_op(Phase::cpu_add, ms_since(t0), {{&src, false}, {&dst, true}});
+  host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
+    host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
+  });
 }
 
 void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
   in_space(dst, MemSpace::device, "convert", "destination");
   in_space(src, MemSpace::device, "convert", "source");
   if (dst.numel() != src.numel())
     throw BackendError(who("convert") + " of " + shape(src) + " into " + shape(dst) +
                        ": numel differs");
-  set_device(device_);
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s));
@@ -363,8 +495,10 @@ void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
 }
 
 void CudaRank::scale(Buffer& dst, double factor, Stream s) {
-  live(dst, "scale", "operand");
   set_device(device_);
+  Lock l(mu_);
+  after_tasks(l, {&dst}, "scale");
+  live(dst, "scale", "operand");
   const float f = static_cast<float>(factor);  // as the host backend: one fp32 multiply
   if (dst.space() == MemSpace::device) {
     const int si = idx(s);
@@ -373,15 +507,14 @@ void CudaRank::scale(Buffer& dst, double factor, Stream s) {
     end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
     return;
   }
-  begin_host_op({{&dst, true}}, "scale");
-  const auto t0 = Clock::now();
-  host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads());
-  end_host_op(Phase::finalize, ms_since(t0), {{&dst, true}});
+  host_op(l, Phase::finalize, {{&dst, true}}, "scale",
+          [&] { host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads()); });
 }
 
 void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) {
-  in_space(grad, MemSpace::device, "generate", "gradient");
   set_device(device_);
+  Lock l(mu_);
+  in_space(grad, MemSpace::device, "generate", "gradient");
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&grad, true}});
   launch_generate(grad.data(), grad.dtype(), grad.numel(), key, accumulate, stream(s));
@@ -389,6 +522,8 @@ void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Strea
 }
 
 void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
+  set_device(device_);
+  Lock l(mu_);
   in_space(in, MemSpace::device, "reduce_scatter", "input");
   in_space(out, MemSpace::device, "reduce_scatter", "output");
   const int n = world_size();
@@ -397,7 +532,6 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
                        ": output must be input/world_size elements of the same dtype");
   if (!comm_)
     throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
-  set_device(device_);
   const int si = idx(Stream::comm);
   cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
   ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
@@ -418,6 +552,7 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
 
 Event CudaRank::record(Stream s) {
   set_device(device_);
+  Lock l(mu_);
   size_t slot;
   if (!user_free_.empty()) {
     slot = user_free_.back();
@@ -443,12 +578,18 @@ cudaEvent_t CudaRank::user_event(Event e, const char* op) {
 void CudaRank::wait(Stream waiter, Event e) {
   if (e.id == 0) return;  // a default Event: nothing was recorded
   set_device(device_);
+  Lock l(mu_);
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(waiter), user_event(e, "wait"), 0));
 }
 
 void CudaRank::host_wait(Event e) {
   if (e.id == 0) return;
-  wait_event(user_event(e, "host_wait"), comm_, policy(), who("host_wait"));
+  cudaEvent_t ev;
+  {
+    Lock l(mu_);
+    ev = user_event(e, "host_wait");
+  }
+  wait_event(ev, on_worker() ? nullptr : comm_, policy(), who("host_wait"));
 }
 
 bool CudaRank::any_rank(bool mine) {
@@ -480,8 +621,22 @@ void CudaRank::forget_pending() {
   marks_.recycle();
 }
 
-void CudaRank::begin_step() {
+void CudaRank::recover(const WaitPolicy& p) {
+  try {
+    settle_tasks(true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d recovery: %s\n", rank_, e.what());
+  }
   set_device(device_);
+  Lock l(mu_);
+  drain(p, who("recovery"), false);
+  forget_pending();
+}
+
+void CudaRank::begin_step() {
+  if (std::exception_ptr e = settle_tasks(false)) std::rethrow_exception(e);
+  set_device(device_);
+  Lock l(mu_);
   drain(policy(), who("begin_step"));
   forget_pending();
   ++step_seq_;
@@ -506,8 +661,12 @@ void CudaRank::begin_step() {
 }
 
 StepMetrics CudaRank::end_step() {
-  if (!in_step_) throw BackendError(who("end_step") + " without begin_step");
+  // The host tasks first: the step ends after its last CPU add. A task's error is rethrown
+  // once the step's figures are complete.
+  const std::exception_ptr task_error = settle_tasks(false);
   set_device(device_);
+  Lock l(mu_);
+  if (!in_step_) throw BackendError(who("end_step") + " without begin_step");
   for (Stream s : {Stream::comm, Stream::copy}) {
     cudaEvent_t ev = marks_.next();
     SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
@@ -529,6 +688,7 @@ StepMetrics CudaRank::end_step() {
   m_.peak_device_bytes = high;
   m_.peak_pinned_bytes = pinned_peak_;
   forget_pending();  // every stream is idle: the end event follows all three
+  if (task_error) std::rethrow_exception(task_error);
   return m_;
 }
 
@@ -536,8 +696,10 @@ StepMetrics CudaRank::end_step() {
 // --------------------------------------------------------------------------------------
 
 ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
-  live(shard, "check_shard", "shard");
+  wait_tasks(tasks_queued_.load(), "check_shard");
   set_device(device_);
+  Lock l(mu_);
+  live(shard, "check_shard", "shard");
   drain(policy(), who("check_shard"));
   if (!check_partials_.get()) {
     check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);
@@ -577,8 +739,7 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   return ShardCheck{sums.err_norm2, sums.ref_norm2, sums.nonfinite, sums.bad_padding};
 }
 
-// ---- CudaWorld
-// -----------------------------------------------------------------------------------
+// ---- CudaWorld ----------------------------------------------------------------------------------
 
 void rethrow_root(const std::vector<std::exception_ptr>& errors) {
   std::exception_ptr first, peer;
@@ -641,6 +802,7 @@ CudaWorld::CudaWorld(const CudaBackendOptions& opts)
       {"device_memory", "cudaMallocAsync pool per rank; peak = cudaMemPoolAttrUsedMemHigh"},
       {"pinned_pool_bytes", opts.pinned_pool_bytes},
       {"host_add_threads", host_threads_},
+      {"host_task_depth", opts.host_task_depth},
       {"omp_max_threads", omp_get_max_threads()},
       {"hardware_threads", std::thread::hardware_concurrency()},
       {"timeout_s", opts.timeout_s}};
@@ -731,7 +893,19 @@ void CudaWorld::destroy_comms(bool abort) noexcept {
 void CudaWorld::run(const std::function<void(RankBackend&)>& fn) {
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
   if (!comms_ok_) init_comms();
-  auto errors = run_ranks([&](int r) { fn(*ranks_[r]); });
+  auto errors = run_ranks([&](int r) {
+    CudaRank& rank = *ranks_[r];
+    try {
+      fn(rank);
+    } catch (...) {
+      try {
+        rank.settle_tasks(true);  // no task may outlive the call that queued it
+      } catch (...) {
+      }
+      throw;
+    }
+    if (std::exception_ptr e = rank.settle_tasks(false)) std::rethrow_exception(e);
+  });
   for (const auto& e : errors)
     if (e) {
       recover(errors);
@@ -758,8 +932,7 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
   }
   if (abort) destroy_comms(true);
   auto drained = run_ranks([&](int r) {
-    ranks_[r]->drain(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr}, "recovery", false);
-    ranks_[r]->forget_pending();
+    ranks_[r]->recover(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr});
   });
   for (size_t r = 0; r < drained.size(); ++r) {
     if (!drained[r]) continue;
@@ -787,8 +960,7 @@ nlohmann::json CudaWorld::context() const {
 
 }  // namespace cuda
 
-// ---- public API
-// ----------------------------------------------------------------------------------
+// ---- public API ---------------------------------------------------------------------------------
 
 int cuda_device_count() noexcept {
   int n = 0;

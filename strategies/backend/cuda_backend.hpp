@@ -20,6 +20,9 @@ struct CudaBackendOptions {
   uint64_t pinned_pool_bytes = 1ull << 30;
   /// OpenMP threads of one rank's CPU add and pinned scale; 0: omp_get_max_threads()/world_size.
   int host_add_threads = 0;
+  /// Host tasks (the CPU adds, pinned finalize) that may be pending behind a rank's thread, run
+  /// in order by one worker thread per rank; 0 runs each at once on the rank's thread.
+  int host_task_depth = 2;
   /// Measure the ceilings (DESIGN.md §6) at construction; measure_cuda_ceilings() does it later.
   bool measure_ceilings = true;
   uint64_t ceiling_copy_bytes = 256ull << 20;          // per rank and direction

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +63,14 @@ class EventPool {
 
 class CudaWorld;
 
+/// One rank: its streams, memory, communicator, and a worker thread for host tasks.
+///
+/// Threads. The rank's thread issues everything; host tasks (the CPU adds and pinned scales the
+/// strategies queue with host_task) run in order on the worker thread, so the rank's thread goes
+/// on issuing the next units' copies meanwhile. `mu_` guards the bookkeeping both share; no wait
+/// and no host loop runs under it. A task may touch pinned buffers that existed when it was
+/// queued, so the rank's thread waits for the queued tasks before it uses or frees such a buffer
+/// (`task_epoch`); buffers allocated later (the next units' stagings) do not wait.
 class CudaRank final : public RankBackend {
  public:
   CudaRank(CudaWorld& world, int rank, int device);
@@ -78,6 +88,7 @@ class CudaRank final : public RankBackend {
   Event record(Stream s) override;
   void wait(Stream waiter, Event e) override;
   void host_wait(Event e) override;
+  void host_task(Event e, std::function<void()> task) override;
   bool any_rank(bool mine) override;
   ShardCheck check_shard(const Buffer& shard, const OracleKey& key) override;
   void begin_step() override;
@@ -94,15 +105,16 @@ class CudaRank final : public RankBackend {
   }
   uint64_t collectives_issued() const { return collectives_; }
   WaitPolicy policy() const;
-  /// Waits for all three streams (comm's asynchronous errors watched when `watch_comm`).
-  void drain(const WaitPolicy& policy, const std::string& what, bool watch_comm = true);
-  /// After drain: every recorded access is complete, so hazards, deferred pinned frees and the
-  /// event pools are forgotten.
-  void forget_pending();
+  /// Waits for the queued host tasks (skipping those not started with `cancel`); returns the
+  /// first error a task threw (and forgets it).
+  std::exception_ptr settle_tasks(bool cancel);
+  /// After a failed run: tasks cancelled, streams drained, pending accesses forgotten.
+  void recover(const WaitPolicy& policy);
   int pinned_growths() const { return pinned_growths_.load(); }
   uint64_t pinned_capacity() const { return pinned_capacity_.load(); }
 
  private:
+  using Lock = std::unique_lock<std::mutex>;
   struct Access {
     cudaEvent_t ev = nullptr;
     int stream = -1;
@@ -113,6 +125,7 @@ class CudaRank final : public RankBackend {
     Access write;               // the last write (or the allocation, on its stream)
     cudaEvent_t reads[3] = {};  // the last read on each stream since that write
     int last_stream = -1;       // the stream of the most recent access
+    uint64_t task_epoch = 0;    // host tasks queued before the allocation
   };
   struct Use {
     const Buffer* b;
@@ -130,45 +143,70 @@ class CudaRank final : public RankBackend {
     size_t slot;
     uint64_t step;
   };
+  struct HostTask {
+    cudaEvent_t ev = nullptr;
+    std::function<void()> fn;
+  };
 
   std::string who(const char* op) const;
   Alloc& live(const Buffer& b, const char* op, const char* role);
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
   cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
   void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses);
-  void begin_host_op(std::initializer_list<Use> uses, const char* op);
-  void end_host_op(Phase p, double ms, std::initializer_list<Use> uses);
+  /// A host loop over pinned operands: after the GPU's pending accesses to them, outside mu_.
+  void host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const char* op,
+               const std::function<void()>& loop);
   void sweep_deferred(bool wait_all);
   void* allocate_pinned(uint64_t bytes);
   cudaEvent_t user_event(Event e, const char* op);
+  /// Waits for all three streams (comm's asynchronous errors watched when `watch_comm`).
+  void drain(const WaitPolicy& policy, const std::string& what, bool watch_comm = true);
+  /// After drain: every recorded access is complete, so hazards, deferred pinned frees and the
+  /// event pools are forgotten.
+  void forget_pending();
+
+  // host tasks
+  bool on_worker() const;
+  void worker_loop();
+  /// Waits (mu_ not held) until `upto` tasks have finished.
+  void wait_tasks(uint64_t upto, const char* what);
+  /// With mu_ held by l: waits, unlocked, for the tasks that may touch these pinned operands.
+  void after_tasks(Lock& l, std::initializer_list<const Buffer*> operands, const char* op);
 
   CudaWorld& world_;
   int rank_, device_;
   UniqueStream streams_[3];
   UniqueStream aux_;  // oracle work: not in the step
   UniqueMemPool pool_;
-  PinnedArena arena_;
   ncclComm_t comm_ = nullptr;
   uint64_t collectives_ = 0;
+
+  std::mutex mu_;  // guards everything below up to the host-task queue
+  PinnedArena arena_;
   EventPool timing_{true}, marks_{false};
   std::vector<UniqueEvent> user_events_;
   std::vector<size_t> user_free_;
   std::unordered_map<uint64_t, UserEvent> user_live_;
   uint64_t next_event_id_ = 0;
-
   std::unordered_map<const void*, Alloc> allocs_;
   std::vector<DeferredFree> deferred_;
   uint64_t pinned_current_ = 0, pinned_peak_ = 0;
   std::atomic<int> pinned_growths_{0};
   std::atomic<uint64_t> pinned_capacity_{0};
-
   bool in_step_ = false;
   uint64_t step_seq_ = 0;
   cudaEvent_t step_start_ = nullptr;
   std::vector<TimedOp> ops_;
   StepMetrics m_;
-
   DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
+
+  std::mutex task_mu_;  // the host-task queue
+  std::condition_variable task_cv_;
+  std::deque<HostTask> tasks_;
+  std::atomic<uint64_t> tasks_queued_{0}, tasks_done_{0};
+  std::exception_ptr task_error_;
+  bool task_cancel_ = false, task_stop_ = false;
+  std::thread worker_;
 };
 
 class CudaWorld final : public Backend {
@@ -181,6 +219,7 @@ class CudaWorld final : public Backend {
   void run(const std::function<void(RankBackend&)>& fn) override;
   nlohmann::json context() const override;
   bool gpu_times() const override { return true; }
+  int host_task_depth() const override { return opts_.host_task_depth; }
 
   /// Ceilings measured on all ranks at once (cuda_ceilings.cpp); also stored for context().
   nlohmann::json measure_ceilings();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strategies/backend/cuda_backend.hpp"
@@ -25,8 +27,8 @@ constexpr uint64_t kPinnedPool = 64 * kMiB;
 
 int gpus() { return cuda_device_count(); }
 
-#define SKIP_WITHOUT_GPU()                                                              \
-  do {                                                                                  \
+#define SKIP_WITHOUT_GPU()                                                                 \
+  do {                                                                                     \
     if (gpus() == 0) GTEST_SKIP() << "no CUDA device visible: cuda backend tests skipped"; \
   } while (0)
 
@@ -45,8 +47,9 @@ class CudaBackendTest : public ::testing::Test {
     const auto t0 = std::chrono::steady_clock::now();
     backend_ = make_cuda_backend(o).release();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("cuda backend: world %d, created in %.2f s (NCCL init, arenas, ceilings)\ncontext: %s\n",
-                o.world_size, s, backend_->context().dump(2).c_str());
+    std::printf(
+        "cuda backend: world %d, created in %.2f s (NCCL init, arenas, ceilings)\ncontext: %s\n",
+        o.world_size, s, backend_->context().dump(2).c_str());
   }
   static void TearDownTestSuite() {
     delete backend_;
@@ -82,8 +85,10 @@ std::vector<float> read(RankBackend& rb, const Buffer& b) {
 /// Writes floats into a pinned buffer (rounded to its dtype).
 void fill(Buffer& pinned, const std::vector<float>& v) {
   for (uint64_t i = 0; i < pinned.numel(); ++i) {
-    if (pinned.dtype() == DType::fp32) static_cast<float*>(pinned.data())[i] = v[i];
-    else static_cast<uint16_t*>(pinned.data())[i] = float_to_bf16(v[i]);
+    if (pinned.dtype() == DType::fp32)
+      static_cast<float*>(pinned.data())[i] = v[i];
+    else
+      static_cast<uint16_t*>(pinned.data())[i] = float_to_bf16(v[i]);
   }
 }
 
@@ -173,7 +178,8 @@ TEST_F(CudaBackendTest, AddConvertScaleWithDtypeConversion) {
     got = read(rb, c);
     for (uint64_t i = 0; i < n; ++i) {
       const float sum = grad_value(ka, i) + bf16_to_float(float_to_bf16(grad_value(kb, i)));
-      ASSERT_EQ(got[i], bf16_to_float(float_to_bf16(bf16_to_float(float_to_bf16(sum)) * 0.5f))) << i;
+      ASSERT_EQ(got[i], bf16_to_float(float_to_bf16(bf16_to_float(float_to_bf16(sum)) * 0.5f)))
+          << i;
     }
     // CPU add: fp32 += bf16 on pinned memory.
     Buffer ha = rb.allocate(MemSpace::pinned_host, DType::fp32, n, Stream::copy);
@@ -203,18 +209,19 @@ TEST_F(CudaBackendTest, CopiesCountedExactlyAndPhasesTimed) {
     Buffer h = rb.allocate(MemSpace::pinned_host, DType::fp32, n, Stream::copy);
     rb.begin_step();
     rb.generate(d, GradKey{3, 0, 0, 0, 0, n, GenMode::dyadic}, false, Stream::compute);
-    rb.copy(h, d, Stream::copy);   // D2H, ordered after generate by the backend
-    rb.copy(d2, h, Stream::copy);  // H2D
-    rb.copy(d, h, Stream::copy);   // H2D
+    rb.copy(h, d, Stream::copy);      // D2H, ordered after generate by the backend
+    rb.copy(d2, h, Stream::copy);     // H2D
+    rb.copy(d, h, Stream::copy);      // H2D
     rb.copy(d2, d, Stream::compute);  // d2d: counted in neither direction
     rb.add(d, d2, MemSpace::device, Stream::compute);
     Buffer h2 = rb.allocate(MemSpace::pinned_host, DType::fp32, n, Stream::copy);
     rb.copy(h2, d, Stream::copy);  // D2H
     rb.add(h, h2, MemSpace::pinned_host, Stream::copy);
     rb.scale(d, 0.5, Stream::compute);
-    Buffer out = rb.allocate(MemSpace::device, DType::fp32, padded_numel(n, rb.world_size()) / rb.world_size(),
-                             Stream::comm);
-    Buffer in = rb.allocate(MemSpace::device, DType::fp32, out.numel() * rb.world_size(), Stream::compute);
+    Buffer out = rb.allocate(MemSpace::device, DType::fp32,
+                             padded_numel(n, rb.world_size()) / rb.world_size(), Stream::comm);
+    Buffer in =
+        rb.allocate(MemSpace::device, DType::fp32, out.numel() * rb.world_size(), Stream::compute);
     rb.generate(in, GradKey{3, 0, 0, 0, 0, n, GenMode::dyadic}, false, Stream::compute);
     rb.reduce_scatter(out, in);
     ms[rb.rank()] = rb.end_step();
@@ -233,12 +240,13 @@ TEST_F(CudaBackendTest, CopiesCountedExactlyAndPhasesTimed) {
     EXPECT_EQ(m.reduce_scatter_calls, 1u);
     EXPECT_EQ(m.nccl_input_bytes, padded_numel(3 * kMiB + 5, world()) * 4);
     EXPECT_GT(m.step_ms, 0);
-    for (int p = 0; p < kPhaseCount; ++p) EXPECT_GT(m.phase_ms[p], 0) << phase_name(static_cast<Phase>(p));
+    for (int p = 0; p < kPhaseCount; ++p)
+      EXPECT_GT(m.phase_ms[p], 0) << phase_name(static_cast<Phase>(p));
     double busy = 0;
     for (int p = 0; p < kPhaseCount; ++p) busy += m.phase_ms[p];
     EXPECT_LE(m.phase_ms[static_cast<int>(Phase::h2d)], m.step_ms);
-    std::printf("step %.3f ms, phases busy %.3f ms, h2d %.3f ms (%.1f GB/s), d2h %.3f ms\n", m.step_ms, busy,
-                m.phase_ms[static_cast<int>(Phase::h2d)],
+    std::printf("step %.3f ms, phases busy %.3f ms, h2d %.3f ms (%.1f GB/s), d2h %.3f ms\n",
+                m.step_ms, busy, m.phase_ms[static_cast<int>(Phase::h2d)],
                 2 * bytes / (m.phase_ms[static_cast<int>(Phase::h2d)] * 1e-3) / 1e9,
                 m.phase_ms[static_cast<int>(Phase::d2h)]);
   }
@@ -251,8 +259,9 @@ TEST_F(CudaBackendTest, WrongSpaceAndShapeAreBackendErrors) {
     Buffer h2 = rb.allocate(MemSpace::pinned_host, DType::fp32, 64, Stream::copy);
     Buffer small = rb.allocate(MemSpace::device, DType::fp32, 32, Stream::compute);
     Buffer bf = rb.allocate(MemSpace::device, DType::bf16, 64, Stream::compute);
-    EXPECT_THROW(rb.add(d, h, MemSpace::device, Stream::compute), BackendError);   // addend on host
-    EXPECT_THROW(rb.add(h, d, MemSpace::pinned_host, Stream::copy), BackendError);  // addend on device
+    EXPECT_THROW(rb.add(d, h, MemSpace::device, Stream::compute), BackendError);  // addend on host
+    EXPECT_THROW(rb.add(h, d, MemSpace::pinned_host, Stream::copy),
+                 BackendError);  // addend on device
     EXPECT_THROW(rb.add(d, small, MemSpace::device, Stream::compute), BackendError);
     EXPECT_THROW(rb.generate(h, GradKey{}, false, Stream::compute), BackendError);
     EXPECT_THROW(rb.convert(h, d, Stream::compute), BackendError);
@@ -309,7 +318,8 @@ TEST_F(CudaBackendTest, PeakDeviceMemoryIsTheHighWatermark) {
     EXPECT_GE(seq[r].peak_device_bytes, x);
     EXPECT_LE(seq[r].peak_device_bytes, x + kOverhead);
     std::printf("rank %d: peak device %llu B for one buffer of %llu B\n", r,
-                static_cast<unsigned long long>(one[r].peak_device_bytes), static_cast<unsigned long long>(x));
+                static_cast<unsigned long long>(one[r].peak_device_bytes),
+                static_cast<unsigned long long>(x));
   }
 }
 
@@ -352,16 +362,27 @@ TEST_F(CudaBackendTest, CheckShardFindsPlantedErrors) {
     Buffer saved;
     for (uint32_t mb = 0; mb < k; ++mb) {  // the sync schedule SS, accumulating on the device
       Buffer grad = rb.allocate(MemSpace::device, DType::fp32, padded, Stream::compute);
-      rb.generate(grad, GradKey{11, 2, mb, static_cast<uint32_t>(rb.rank()), 5, numel, GenMode::dyadic},
+      rb.generate(grad,
+                  GradKey{11, 2, mb, static_cast<uint32_t>(rb.rank()), 5, numel, GenMode::dyadic},
                   false, Stream::compute);
       Buffer out = rb.allocate(MemSpace::device, DType::fp32, shard, Stream::comm);
       rb.reduce_scatter(out, grad);
-      if (saved) rb.add(saved, out, MemSpace::device, Stream::compute);
-      else saved = std::move(out);
+      if (saved)
+        rb.add(saved, out, MemSpace::device, Stream::compute);
+      else
+        saved = std::move(out);
     }
     rb.scale(saved, 1.0 / n, Stream::compute);
-    const OracleKey key{11, 2, k, static_cast<uint32_t>(n), static_cast<uint32_t>(rb.rank()), 5, numel,
-                        shard * rb.rank(), GenMode::dyadic, DType::fp32};
+    const OracleKey key{11,
+                        2,
+                        k,
+                        static_cast<uint32_t>(n),
+                        static_cast<uint32_t>(rb.rank()),
+                        5,
+                        numel,
+                        shard * rb.rank(),
+                        GenMode::dyadic,
+                        DType::fp32};
     rb.begin_step();
     ShardCheck ok = rb.check_shard(saved, key);
     EXPECT_EQ(ok.err_norm2, 0.0);
@@ -411,10 +432,85 @@ TEST_F(CudaBackendTest, EventsOrderStreams) {
       const Event done = rb.record(Stream::copy);
       rb.host_wait(done);
       const float* v = static_cast<const float*>(h.data());
-      for (uint64_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], grad_value(key, i)) << round << " " << i;
+      for (uint64_t i = 0; i < n; i += 4099)
+        ASSERT_EQ(v[i], grad_value(key, i)) << round << " " << i;
       rb.end_step();
     }
     rb.wait(Stream::compute, Event{});  // a default event: nothing to wait for
+  });
+}
+
+// Host tasks run in order, each after its event, at most host_task_depth pending; a pinned buffer
+// that existed when a task was queued is used by the rank's thread only after that task; a new
+// staging is not held up by it; a task's error is rethrown by end_step and the next step works.
+TEST_F(CudaBackendTest, HostTasksRunInOrderAfterTheirEventsWithBoundedDepth) {
+  const int depth = be().host_task_depth();
+  ASSERT_GT(depth, 0);
+  be().run([&](RankBackend& rb) {
+    using namespace std::chrono_literals;
+    const uint64_t n = 4 * kMiB;
+    Buffer d = rb.allocate(MemSpace::device, DType::fp32, n, Stream::compute);
+    Buffer old = rb.allocate(MemSpace::pinned_host, DType::fp32, 16, Stream::copy);
+    static_cast<float*>(old.data())[0] = 1.0f;
+    rb.begin_step();
+    std::vector<int> order;
+    std::atomic<int> pending{0};
+    int max_pending = 0;
+    for (int i = 0; i < 6; ++i) {
+      const GradKey key{9, static_cast<uint32_t>(i), 0, 0, 0, n, GenMode::dyadic};
+      rb.generate(d, key, false, Stream::compute);
+      auto h = std::make_shared<Buffer>(
+          rb.allocate(MemSpace::pinned_host, DType::fp32, n, Stream::copy));
+      rb.copy(*h, d, Stream::copy);
+      ++pending;
+      rb.host_task(rb.record(Stream::copy), [&, h, key, i] {
+        std::this_thread::sleep_for(10ms);
+        const float* v = static_cast<const float*>(h->data());
+        for (uint64_t j = 0; j < n; j += 65537)
+          ASSERT_EQ(v[j], grad_value(key, j)) << i << " " << j;
+        order.push_back(i);
+        --pending;
+      });
+      max_pending = std::max(max_pending, pending.load());
+    }
+    // A task writes into `old`, allocated before it was queued: the scale on this thread waits.
+    rb.host_task(Event{}, [&] {
+      std::this_thread::sleep_for(50ms);
+      static_cast<float*>(old.data())[0] = 42.0f;
+    });
+    rb.scale(old, 2.0, Stream::copy);
+    EXPECT_EQ(static_cast<const float*>(old.data())[0], 84.0f);
+    // A slow task does not hold up a copy into a staging allocated after it.
+    rb.host_task(Event{}, [] { std::this_thread::sleep_for(300ms); });
+    const auto t0 = std::chrono::steady_clock::now();
+    Buffer fresh = rb.allocate(MemSpace::pinned_host, DType::fp32, n, Stream::copy);
+    rb.copy(fresh, d, Stream::copy);
+    rb.host_wait(rb.record(Stream::copy));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(ms, 200.0) << "the copy into a new staging waited for an unrelated host task";
+    const StepMetrics m = rb.end_step();
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+    EXPECT_LE(max_pending, depth);
+    EXPECT_GE(m.step_ms, 300.0);  // the step ends after its last host task
+
+    // A failing task: end_step rethrows it, later tasks of the step are skipped.
+    rb.begin_step();
+    bool later_ran = false;
+    rb.host_task(Event{}, [] { throw std::runtime_error("planted task failure"); });
+    rb.host_task(Event{}, [&] { later_ran = true; });
+    try {
+      rb.end_step();
+      ADD_FAILURE() << "end_step did not rethrow the task's error";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("planted task failure"), std::string::npos);
+    }
+    EXPECT_FALSE(later_ran);
+    rb.begin_step();
+    bool ran = false;
+    rb.host_task(Event{}, [&] { ran = true; });
+    rb.end_step();
+    EXPECT_TRUE(ran);
   });
 }
 
@@ -442,15 +538,16 @@ TEST_F(CudaBackendTest, FailingRankEndsTheRunAndTheNextRunWorks) {
     EXPECT_FALSE(rb.any_rank(false));
     Buffer in = rb.allocate(MemSpace::device, DType::fp32, 1024, Stream::compute);
     Buffer out = rb.allocate(MemSpace::device, DType::fp32, 1024 / rb.world_size(), Stream::comm);
-    rb.generate(in, GradKey{1, 0, 0, static_cast<uint32_t>(rb.rank()), 0, 1024, GenMode::dyadic}, false,
-                Stream::compute);
+    rb.generate(in, GradKey{1, 0, 0, static_cast<uint32_t>(rb.rank()), 0, 1024, GenMode::dyadic},
+                false, Stream::compute);
     rb.reduce_scatter(out, in);
     const std::vector<float> v = read(rb, out);
     const uint64_t j0 = out.numel() * rb.rank();
     for (uint64_t j = 0; j < out.numel(); ++j) {
       float want = 0;
       for (int r = 0; r < rb.world_size(); ++r)
-        want += grad_value(GradKey{1, 0, 0, static_cast<uint32_t>(r), 0, 1024, GenMode::dyadic}, j0 + j);
+        want += grad_value(GradKey{1, 0, 0, static_cast<uint32_t>(r), 0, 1024, GenMode::dyadic},
+                           j0 + j);
       ASSERT_EQ(v[j], want) << j;
     }
   });

@@ -14,7 +14,8 @@ namespace shardaccum {
 namespace {
 
 TEST(CudaStrategySmoke, EveryStrategyMatchesTheHostBackend) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: cuda backend tests skipped";
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible: cuda backend tests skipped";
   const int world = std::min(2, cuda_device_count());
   CudaBackendOptions o;
   o.world_size = world;
@@ -33,20 +34,26 @@ TEST(CudaStrategySmoke, EveryStrategyMatchesTheHostBackend) {
         SCOPED_TRACE(s.name() + " schedule " + sched.modes + " " + dtype);
         const auto g = testing::run_two_steps(*cuda, plan);
         const auto h = testing::run_two_steps(*host, plan);
-        EXPECT_EQ(g.correct, testing::design_says_correct(s, sched)) << "max_rel_err " << g.max_rel_err;
+        EXPECT_EQ(g.correct, testing::design_says_correct(s, sched))
+            << "max_rel_err " << g.max_rel_err;
         EXPECT_EQ(g.correct, h.correct);
         EXPECT_NEAR(g.max_rel_err, h.max_rel_err, 1e-9 * std::max(1.0, h.max_rel_err));
         EXPECT_EQ(g.measured.h2d_bytes, h.measured.h2d_bytes);
         EXPECT_EQ(g.measured.d2h_bytes, h.measured.d2h_bytes);
         EXPECT_EQ(g.measured.nccl_input_bytes, h.measured.nccl_input_bytes);
         EXPECT_EQ(g.measured.reduce_scatter_calls, h.measured.reduce_scatter_calls);
-        EXPECT_EQ(g.measured.peak_pinned_bytes, h.measured.peak_pinned_bytes);
+        // Host tasks may hold stagings a little longer than the host backend: within the model's
+        // worst case for the backend's host_task_depth.
+        EXPECT_GE(g.measured.peak_pinned_bytes, h.measured.peak_pinned_bytes);
+        EXPECT_LE(g.measured.peak_pinned_bytes,
+                  predict(plan, world, cuda->host_task_depth()).peak_pinned_bytes);
         EXPECT_GE(g.measured.peak_device_bytes, h.measured.peak_device_bytes);
         EXPECT_GT(g.measured.step_ms, 0.0);
         if (!g.correct) ++wrong_as_designed;
         if (cases % 16 == 0)
           std::printf("%-45s %s %s: err %.3g step %.3f ms peak device %llu (host arena %llu)\n",
-                      s.name().c_str(), sched.modes.c_str(), dtype, g.max_rel_err, g.measured.step_ms,
+                      s.name().c_str(), sched.modes.c_str(), dtype, g.max_rel_err,
+                      g.measured.step_ms,
                       static_cast<unsigned long long>(g.measured.peak_device_bytes),
                       static_cast<unsigned long long>(h.measured.peak_device_bytes));
         ++cases;

@@ -96,7 +96,7 @@ TEST(HostBackend, AFailingRankNeverHangsTheOthers) {
     EXPECT_NE(std::string(e.what()).find("planted failure on rank 1"), std::string::npos);
   }
   const CasePlan plan{testing::make_layout({100}), canonical_schedule("sync", 4), preset("zero3"),
-                      parse_dtype_triple("fp32-fp32-fp32")};
+                      parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 1, "t"};
   EXPECT_TRUE(testing::run_two_steps(*be, plan).correct);
 }
 
@@ -105,7 +105,8 @@ TEST(HostBackend, AFailingRankNeverHangsTheOthers) {
 TEST(HostBackend, AnErrorInsideACaseEndsItWithTheStrategysMessage) {
   auto be = make_host_backend({2, 1});
   const CasePlan plan{testing::make_layout({100, 50}), canonical_schedule("sync", 4),
-                      {"data-free", "none", "flag"}, DTypeTriple{DType::fp32, DType::fp32, DType::bf16}};
+                      {"data-free", "none", "flag"}, DTypeTriple{DType::fp32, DType::fp32, DType::bf16},
+                      GenMode::dyadic, 1, "t"};
   CaseRunner runner(*be, plan);
   try {
     runner.step(0, false);

@@ -8,7 +8,7 @@ namespace shardaccum {
 namespace {
 
 CasePlan plan_for(Layout l, const char* sched, StrategySpec s, const char* dtype) {
-  return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype)};
+  return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype), GenMode::dyadic, 1, "t"};
 }
 
 // DESIGN.md's example to check by hand: llama2-7b, N=2, fp32, sync, gpu-add.
