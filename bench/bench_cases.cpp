@@ -41,6 +41,8 @@ struct Totals {
     sum.d2h_bytes += m.d2h_bytes;
     sum.nccl_input_bytes += m.nccl_input_bytes;
     sum.reduce_scatter_calls += m.reduce_scatter_calls;
+    sum.accumulate_bytes += m.accumulate_bytes;
+    sum.cpu_add_bytes += m.cpu_add_bytes;
     sum.peak_device_bytes = std::max(sum.peak_device_bytes, m.peak_device_bytes);
     sum.peak_pinned_bytes = std::max(sum.peak_pinned_bytes, m.peak_pinned_bytes);
     ++steps;
@@ -94,6 +96,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     c["d2h_bytes"] = t.per_step(t.sum.d2h_bytes);
     c["nccl_input_bytes"] = t.per_step(t.sum.nccl_input_bytes);
     c["reduce_scatter_calls"] = t.per_step(t.sum.reduce_scatter_calls);
+    c["accumulate_bytes"] = t.per_step(t.sum.accumulate_bytes);
+    c["cpu_add_bytes"] = t.per_step(t.sum.cpu_add_bytes);
     c["peak_device_bytes"] = t.sum.peak_device_bytes;
     c["peak_pinned_bytes"] = t.sum.peak_pinned_bytes;
     c["model_h2d_bytes"] = model.h2d_bytes;
@@ -112,6 +116,9 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     };
     frac("h2d_frac_ceiling", c["h2d_bytes"], c["h2d_ms"], "ceiling_h2d_gbps");
     frac("d2h_frac_ceiling", c["d2h_bytes"], c["d2h_ms"], "ceiling_d2h_gbps");
+    frac("accumulate_frac_ceiling", t.per_step(t.sum.accumulate_bytes), c["accumulate_ms"],
+         "ceiling_device_copy_gbps");
+    frac("cpu_add_frac_ceiling", t.per_step(t.sum.cpu_add_bytes), c["cpu_add_ms"], "ceiling_host_add_gbps");
     if (const double cap = ceiling(ctx, "ceiling_reduce_scatter_busbw_gbps"); cap > 0 && c["nccl_busbw_gbps"] > 0)
       c["nccl_frac_ceiling"] = c["nccl_busbw_gbps"] / cap;
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +

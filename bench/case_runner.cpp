@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "profiling/trace.hpp"
+
 namespace shardaccum {
 
 CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
@@ -14,8 +16,12 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
   StepReport rep;
   rep.per_rank.resize(n);
   rep.oracle.resize(check ? n : 0);
+  // --trace: each rank thread records this step, unless it is a warm-up step.
+  trace::TraceRecorder* rec = trace::process_recorder();
+  if (rec && !rec->records_step(step)) rec = nullptr;
   backend_.run([&](RankBackend& be) {
     const int r = be.rank();
+    trace::ThreadTraceScope trace_scope(rec, r, plan_.name);
     if (!drivers_[r]) drivers_[r] = std::make_unique<StepDriver>(be, plan_);
     rep.per_rank[r] = drivers_[r]->run_step(step, check, check ? &rep.oracle[r] : nullptr);
   });
@@ -27,6 +33,8 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
     m.d2h_bytes = std::max(m.d2h_bytes, s.d2h_bytes);
     m.nccl_input_bytes = std::max(m.nccl_input_bytes, s.nccl_input_bytes);
     m.reduce_scatter_calls = std::max(m.reduce_scatter_calls, s.reduce_scatter_calls);
+    m.accumulate_bytes = std::max(m.accumulate_bytes, s.accumulate_bytes);
+    m.cpu_add_bytes = std::max(m.cpu_add_bytes, s.cpu_add_bytes);
     m.peak_device_bytes = std::max(m.peak_device_bytes, s.peak_device_bytes);
     m.peak_pinned_bytes = std::max(m.peak_pinned_bytes, s.peak_pinned_bytes);
   }

@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <unistd.h>
 
 #include "bench/model_layouts.hpp"
 
@@ -109,6 +111,13 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--seed", o.seed, "Seed of the gradient generator")->capture_default_str();
   app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
   app.add_option("--cupti", o.cupti, "on or off: the in-process CUPTI collector (cuda)")->capture_default_str();
+  app.add_option("--trace", o.trace,
+                 "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
+                 "phases per rank, the backend's ops per stream) to this file");
+  app.add_option("--ceilings", o.ceilings,
+                 "on or off: measure the copy/NCCL/add ceilings at backend start (cuda; off "
+                 "under scripts/profile.sh so that nsys sees only the cases' copies)")
+      ->capture_default_str();
   app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
 
@@ -128,6 +137,22 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off") throw CliError("--cupti '" + o.cupti + "': expected on or off");
   if (o.threads < 0) throw CliError("--threads must be >= 0");
+  if (o.ceilings != "on" && o.ceilings != "off")
+    throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
+  if (!o.trace.empty()) {
+    namespace fs = std::filesystem;
+    const fs::path p(o.trace);
+    const fs::path dir = p.parent_path();
+    if (!dir.empty() && !fs::is_directory(dir))
+      throw CliError("--trace " + o.trace + ": directory '" + dir.string() +
+                     "' does not exist (create it first)");
+    if (fs::is_directory(p) || p.filename().empty())
+      throw CliError("--trace " + o.trace +
+                     ": is a directory; give a file name such as trace.json");
+    if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+      throw CliError("--trace " + o.trace + ": directory '" + (dir.empty() ? "." : dir.string()) +
+                     "' is not writable");
+  }
   return true;
 }
 

@@ -22,6 +22,8 @@ struct BenchOptions {
   int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
   bool list = false;
   std::string cupti = "on";
+  std::string trace;                        // --trace FILE.json: the built-in trace; empty: none
+  std::string ceilings = "on";              // --ceilings off: skip the cuda backend's ceilings
   std::vector<std::string> config_dirs;
   std::vector<std::string> benchmark_args;  // argv[0] and every --benchmark_* flag
   std::string command_line;                 // the exact command, for the JSON context

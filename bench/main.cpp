@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <regex>
 #include <unistd.h>
 
 #include "bench/bench_cases.hpp"
 #include "bench/cli.hpp"
+#include "profiling/trace.hpp"
 
 using namespace shardaccum;
 
@@ -135,6 +137,24 @@ int main(int argc, char** argv) {
     }
   }
 
+  // --trace: one recorder for the whole run; the case runner opens a scope per rank thread for
+  // every measured step (warm-up steps are numbered below opts.warmup and are not recorded).
+  std::unique_ptr<trace::TraceRecorder> recorder;
+  if (!opts.trace.empty()) {
+    recorder = std::make_unique<trace::TraceRecorder>();
+    recorder->set_first_recorded_step(static_cast<uint32_t>(opts.warmup));
+    recorder->set_metadata("backend", choice.name);
+    recorder->set_metadata("time_domain",
+                           choice.name == "cuda" ? "host steady clock (NVTX phases, host work); GPU "
+                                                   "activity from CUPTI mapped onto it"
+                                                 : "host wall-clock");
+    recorder->set_metadata("events", "measured steps only (no warm-up, no oracle, no ceilings)");
+    recorder->set_metadata("time_unit", "ts and dur in microseconds from the start of the run");
+    recorder->set_metadata("command", opts.command_line);
+    recorder->set_metadata("git_commit", run_git_commit());
+    trace::install_process_recorder(recorder.get());
+  }
+
   SuiteSettings settings{opts.warmup, opts.steps, &pool};
   register_cases(cases, settings);
   set_progress_total(to_run);
@@ -150,6 +170,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::fprintf(stderr, "shardaccum_bench: wrote %s\n", out_path.c_str());
+  }
+  if (recorder) {
+    trace::install_process_recorder(nullptr);
+    try {
+      recorder->write_chrome_trace(opts.trace);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardaccum_bench: error: --trace: %s\n", e.what());
+      return 1;
+    }
+    std::fprintf(stderr, "shardaccum_bench: wrote trace %s (%zu events; open in ui.perfetto.dev)\n",
+                 opts.trace.c_str(), recorder->size());
   }
   return 0;
 }

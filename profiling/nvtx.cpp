@@ -25,9 +25,8 @@ nvtxStringHandle_t phase_string(Phase p) {
   (void)init;
   return s[static_cast<int>(p)];
 }
-}  // namespace
 
-PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank) {
+void push_phase(Phase p, uint64_t bytes, int rank) {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -40,9 +39,8 @@ PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank) {
   a.payload.ullValue = bytes;
   nvtxDomainRangePushEx(domain(), &a);
 }
-PhaseRange::~PhaseRange() { nvtxDomainRangePop(domain()); }
 
-ScopedRange::ScopedRange(const char* message, int rank) {
+void push_message(const char* message, int rank) {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -51,12 +49,60 @@ ScopedRange::ScopedRange(const char* message, int rank) {
   a.message.ascii = message;
   nvtxDomainRangePushEx(domain(), &a);
 }
-ScopedRange::~ScopedRange() { nvtxDomainRangePop(domain()); }
+
+void pop() { nvtxDomainRangePop(domain()); }
+}  // namespace
 #else
-PhaseRange::PhaseRange(Phase, uint64_t, int) {}
-PhaseRange::~PhaseRange() = default;
-ScopedRange::ScopedRange(const char*, int) {}
-ScopedRange::~ScopedRange() = default;
+namespace {
+void push_phase(Phase, uint64_t, int) {}
+void push_message(const char*, int) {}
+void pop() {}
+}  // namespace
 #endif
+
+namespace {
+// "step 1 accum/..." -> "step"; the level of the hierarchy a message names.
+std::string_view first_word(std::string_view m) {
+  const size_t sp = m.find(' ');
+  return sp == std::string_view::npos ? std::string_view("range") : m.substr(0, sp);
+}
+}  // namespace
+
+PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank)
+    : trace_(trace::current()), bytes_(bytes), phase_(p) {
+  if (trace_) begin_ = trace::Clock::now();
+  push_phase(p, bytes, rank);
+}
+
+PhaseRange::~PhaseRange() {
+  pop();
+  if (!trace_) return;
+  const auto end = trace::Clock::now();
+  try {
+    trace_->complete(trace::track::kPhases, phase_name(phase_), "phase", begin_, end,
+                     {{"bytes", bytes_}});
+  } catch (...) {
+    // Out of memory building the args: the event is lost, the step goes on.
+  }
+}
+
+ScopedRange::ScopedRange(const char* message, int rank) : trace_(trace::current()) {
+  if (trace_) {
+    message_ = message;
+    begin_ = trace::Clock::now();
+  }
+  push_message(message, rank);
+}
+
+ScopedRange::~ScopedRange() {
+  pop();
+  if (!trace_) return;
+  const auto end = trace::Clock::now();
+  try {
+    trace_->complete(trace::track::kPhases, message_, first_word(message_), begin_, end);
+  } catch (...) {
+    // As above: a lost event, never a failed step.
+  }
+}
 
 }  // namespace shardaccum::nvtx

@@ -2,28 +2,48 @@
 // NVTX ranges in domain `shardaccum` (DESIGN.md §6): step > micro-batch > unit > phase.
 // Without an attached tool (nsys, CUPTI) every range costs a branch; without the NVTX3 headers
 // at build time they compile to nothing.
+//
+// When the calling thread has a trace target (profiling/trace.hpp, ThreadTraceScope), every range
+// is also recorded as a complete event on the rank's "phases" track of the built-in trace, with
+// its bytes as args; otherwise that costs one thread-local load.
 #include <cstdint>
+#include <string>
 
+#include "profiling/trace.hpp"
 #include "strategies/backend/backend.hpp"
 
 namespace shardaccum::nvtx {
 
 /// A push/pop range named by a phase, with the bytes it moves as payload (0 for none).
+/// Trace: name = the phase name, category "phase", args {"bytes"}.
 class PhaseRange {
  public:
   PhaseRange(Phase p, uint64_t bytes, int rank);
   ~PhaseRange();
   PhaseRange(const PhaseRange&) = delete;
   PhaseRange& operator=(const PhaseRange&) = delete;
+
+ private:
+  const trace::ThreadTrace* trace_;  // non-null only while this thread records a trace
+  trace::Clock::time_point begin_{};
+  uint64_t bytes_;
+  Phase phase_;
 };
 
-/// A push/pop range with a free-form message ("step 1 <case name>", "mb 2 S", "unit 7 layers.6").
+/// A push/pop range with a free-form message ("step 1 <case name>", "micro-batch 2 S",
+/// "unit 7 layers.6"). Trace: name = the message, category = its first word ("step",
+/// "micro-batch", "unit"; "range" for a message without a space).
 class ScopedRange {
  public:
   ScopedRange(const char* message, int rank);
   ~ScopedRange();
   ScopedRange(const ScopedRange&) = delete;
   ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  const trace::ThreadTrace* trace_;
+  trace::Clock::time_point begin_{};
+  std::string message_;  // copied only while tracing
 };
 
 }  // namespace shardaccum::nvtx

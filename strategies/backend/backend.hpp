@@ -79,6 +79,9 @@ struct StepMetrics {
   uint64_t h2d_bytes = 0, d2h_bytes = 0;     // counted where the copies are issued
   uint64_t nccl_input_bytes = 0;             // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
+  /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
+  /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
+  uint64_t accumulate_bytes = 0, cpu_add_bytes = 0;
   uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
 };
 

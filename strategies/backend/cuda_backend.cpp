@@ -472,9 +472,11 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
     cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
     launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s));
     end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+    if (in_step_) m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
     return;
   }
   // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
+  if (in_step_) m_.cpu_add_bytes += src.bytes() + 2 * dst.bytes();
   host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
     host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
   });
@@ -492,6 +494,7 @@ void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s));
   end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+  if (in_step_) m_.accumulate_bytes += src.bytes() + dst.bytes();
 }
 
 void CudaRank::scale(Buffer& dst, double factor, Stream s) {

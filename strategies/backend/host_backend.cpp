@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profiling/trace.hpp"
 #include "strategies/backend/host_elements.hpp"
 #include "strategies/unit_grad.hpp"
 
@@ -90,7 +91,7 @@ class HostRank final : public RankBackend {
     std::free(b.data());
   }
 
-  void copy(Buffer& dst, const Buffer& src, Stream) override {
+  void copy(Buffer& dst, const Buffer& src, Stream s) override {
     expect_live(dst, "copy", "destination");
     expect_live(src, "copy", "source");
     if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
@@ -104,16 +105,16 @@ class HostRank final : public RankBackend {
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (h2d) {
       m_.h2d_bytes += src.bytes();
-      m_.phase_ms[static_cast<int>(Phase::h2d)] += ms_since(t0);
+      done(Phase::h2d, t0, trace::track::of(s), "copy", src.bytes());
     } else if (d2h) {
       m_.d2h_bytes += src.bytes();
-      m_.phase_ms[static_cast<int>(Phase::d2h)] += ms_since(t0);
+      done(Phase::d2h, t0, trace::track::of(s), "copy", src.bytes());
     } else {
-      m_.phase_ms[static_cast<int>(Phase::accumulate)] += ms_since(t0);
+      done(Phase::accumulate, t0, trace::track::of(s), "copy", src.bytes());
     }
   }
 
-  void add(Buffer& dst, const Buffer& src, MemSpace space, Stream) override {
+  void add(Buffer& dst, const Buffer& src, MemSpace space, Stream stream) override {
     expect_in(dst, space, "add", "accumulator");
     expect_in(src, space, "add", "addend");
     if (dst.numel() != src.numel())
@@ -125,20 +126,23 @@ class HostRank final : public RankBackend {
     const int64_t n = static_cast<int64_t>(dst.numel());
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
-    m_.phase_ms[static_cast<int>(space == MemSpace::device ? Phase::accumulate : Phase::cpu_add)] += ms_since(t0);
+    if (space == MemSpace::device)
+      done(Phase::accumulate, t0, trace::track::of(stream), "add", src.bytes());
+    else
+      done(Phase::cpu_add, t0, trace::track::kHost, "add", src.bytes());
   }
 
-  void convert(Buffer& dst, const Buffer& src, Stream) override {
+  void convert(Buffer& dst, const Buffer& src, Stream s) override {
     expect_in(dst, MemSpace::device, "convert", "destination");
     expect_in(src, MemSpace::device, "convert", "source");
     if (dst.numel() != src.numel()) throw BackendError("host backend: convert with different numel");
     const auto t0 = Clock::now();
     for (uint64_t i = 0; i < dst.numel(); ++i)
       detail::store(dst.data(), dst.dtype(), i, detail::load(src.data(), src.dtype(), i));
-    m_.phase_ms[static_cast<int>(Phase::accumulate)] += ms_since(t0);
+    done(Phase::accumulate, t0, trace::track::of(s), "convert", src.bytes());
   }
 
-  void scale(Buffer& dst, double factor, Stream) override {
+  void scale(Buffer& dst, double factor, Stream s) override {
     expect_live(dst, "scale", "operand");
     const auto t0 = Clock::now();
     const float f = static_cast<float>(factor);
@@ -147,10 +151,11 @@ class HostRank final : public RankBackend {
     const DType t = dst.dtype();
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) detail::store(d, t, i, detail::load(d, t, i) * f);
-    m_.phase_ms[static_cast<int>(Phase::finalize)] += ms_since(t0);
+    const char* track = dst.space() == MemSpace::device ? trace::track::of(s) : trace::track::kHost;
+    done(Phase::finalize, t0, track, "scale", dst.bytes());
   }
 
-  void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream) override {
+  void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) override {
     expect_in(grad, MemSpace::device, "generate", "gradient");
     const auto t0 = Clock::now();
     void* g = grad.data();
@@ -164,7 +169,7 @@ class HostRank final : public RankBackend {
       const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(prefix, mode, i) : 0.0f;
       detail::store(g, t, i, accumulate ? detail::load(g, t, i) + v : v);
     }
-    m_.phase_ms[static_cast<int>(Phase::backward)] += ms_since(t0);
+    done(Phase::backward, t0, trace::track::of(s), "generate", grad.bytes());
   }
 
   void reduce_scatter(Buffer& out, const Buffer& in) override {
@@ -187,7 +192,7 @@ class HostRank final : public RankBackend {
     rv_->arrive();  // no rank frees its input before every rank has read its shard
     m_.nccl_input_bytes += in.bytes();
     ++m_.reduce_scatter_calls;
-    m_.phase_ms[static_cast<int>(Phase::reduce_scatter)] += ms_since(t0);
+    done(Phase::reduce_scatter, t0, trace::track::kComm, "reduce_scatter", in.bytes());
   }
 
   Event record(Stream) override { return Event{++events_}; }
@@ -243,6 +248,15 @@ class HostRank final : public RankBackend {
 
  private:
   Arena& arena(MemSpace s) { return arenas_[static_cast<int>(s)]; }
+
+  /// Attributes the time since t0 to phase `p` and, when this thread records a trace, records
+  /// the op on `track` (name = the phase, category = the op, args bytes). Host wall-clock times.
+  void done(Phase p, Clock::time_point t0, const char* track, const char* op, uint64_t bytes) {
+    const auto t1 = Clock::now();
+    m_.phase_ms[static_cast<int>(p)] += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (const trace::ThreadTrace* tt = trace::current())
+      tt->complete(track, phase_name(p), op, t0, t1, {{"bytes", bytes}});
+  }
 
   static std::string shape(const Buffer& b) {
     return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" + std::to_string(b.numel()) + "]";

@@ -1,0 +1,200 @@
+#include "profiling/trace.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+namespace shardaccum::trace {
+
+const char* track::of(Stream s) {
+  switch (s) {
+    case Stream::compute:
+      return kCompute;
+    case Stream::comm:
+      return kComm;
+    case Stream::copy:
+      return kCopy;
+  }
+  return kCompute;
+}
+
+TraceRecorder::TraceRecorder() : origin_(Clock::now()) {}
+
+double TraceRecorder::to_us(Clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t - origin_).count();
+}
+
+void TraceRecorder::add(TraceEvent e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(e));
+}
+
+void TraceRecorder::add_complete(int pid, std::string_view track, std::string_view name,
+                                 std::string_view category, Clock::time_point begin,
+                                 Clock::time_point end, nlohmann::json args) {
+  TraceEvent e;
+  e.pid = pid;
+  e.track = track;
+  e.name = name;
+  e.category = category;
+  e.start_us = to_us(begin);
+  e.duration_us = std::chrono::duration<double, std::micro>(end - begin).count();
+  e.args = std::move(args);
+  add(std::move(e));
+}
+
+void TraceRecorder::set_metadata(const std::string& key, nlohmann::json value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  other_[key] = std::move(value);
+}
+
+size_t TraceRecorder::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_.size();
+}
+
+std::vector<TraceEvent> TraceRecorder::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+namespace {
+
+// The suite's tracks first, in reading order; any other track (e.g. a GPU stream CUPTI saw that
+// the backend did not name) after them, alphabetically.
+int known_track_rank(const std::string& t) {
+  static const char* const order[] = {track::kPhases, track::kHost, track::kCompute, track::kComm,
+                                      track::kCopy};
+  for (int i = 0; i < 5; ++i)
+    if (t == order[i]) return i;
+  return 5;
+}
+
+nlohmann::json metadata(const char* what, int pid, int tid, nlohmann::json args) {
+  return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+}  // namespace
+
+void TraceRecorder::write_chrome_trace(const std::string& path) const {
+  std::vector<TraceEvent> evs;
+  nlohmann::json other;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    evs = events_;
+    other = other_;
+  }
+
+  // Thread ids: one per (rank, track), numbered from 1 in track order within each rank.
+  std::map<int, std::vector<std::string>> tracks;  // pid -> distinct tracks
+  for (const TraceEvent& e : evs) {
+    auto& v = tracks[e.pid];
+    if (std::find(v.begin(), v.end(), e.track) == v.end()) v.push_back(e.track);
+  }
+  std::map<std::pair<int, std::string>, int> tid;
+  for (auto& [pid, v] : tracks) {
+    std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
+      return std::make_tuple(known_track_rank(a), a) < std::make_tuple(known_track_rank(b), b);
+    });
+    for (size_t i = 0; i < v.size(); ++i) tid[{pid, v[i]}] = static_cast<int>(i) + 1;
+  }
+  std::vector<std::pair<int, const TraceEvent*>> order;
+  order.reserve(evs.size());
+  for (const TraceEvent& e : evs) order.emplace_back(tid.at({e.pid, e.track}), &e);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const TraceEvent &x = *a.second, &y = *b.second;
+    return std::make_tuple(x.pid, a.first, x.start_us, -x.duration_us) <
+           std::make_tuple(y.pid, b.first, y.start_us, -y.duration_us);
+  });
+
+  const std::filesystem::path target(path);
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) throw TraceError("cannot write trace file '" + tmp + "': " + std::strerror(errno));
+  int err = 0;
+  const auto put = [&](const std::string& s) {
+    if (!err && std::fwrite(s.data(), 1, s.size(), f) != s.size()) err = errno ? errno : EIO;
+  };
+  bool first = true;
+  const auto put_event = [&](const nlohmann::json& j) {
+    put(first ? "\n" : ",\n");
+    first = false;
+    put(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  put("{\"traceEvents\":[");
+  for (const auto& [pid, v] : tracks) {
+    put_event(metadata("process_name", pid, 0, {{"name", "rank " + std::to_string(pid)}}));
+    put_event(metadata("process_sort_index", pid, 0, {{"sort_index", pid}}));
+    for (const std::string& t : v) {
+      const int id = tid.at({pid, t});
+      put_event(metadata("thread_name", pid, id, {{"name", t}}));
+      put_event(metadata("thread_sort_index", pid, id, {{"sort_index", id}}));
+    }
+  }
+  for (const auto& [id, e] : order) {
+    put_event({{"name", e->name},
+               {"cat", e->category},
+               {"ph", "X"},
+               {"ts", e->start_us},
+               {"dur", std::max(0.0, e->duration_us)},
+               {"pid", e->pid},
+               {"tid", id},
+               {"args", e->args}});
+  }
+  put("\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":");
+  put(other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  put("}\n");
+  if (std::fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  if (err) {
+    std::remove(tmp.c_str());
+    throw TraceError("writing trace file '" + tmp + "' failed: " + std::strerror(err));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw TraceError("could not move trace file '" + tmp + "' to '" + path + "': " + ec.message());
+  }
+}
+
+void ThreadTrace::complete(std::string_view track, std::string_view name, std::string_view category,
+                           Clock::time_point begin, Clock::time_point end,
+                           nlohmann::json args) const noexcept {
+  if (!recorder) return;
+  try {
+    if (!args.is_object()) args = nlohmann::json::object();
+    args["case"] = case_name;
+    recorder->add_complete(rank, track, name, category, begin, end, std::move(args));
+  } catch (...) {
+    // Out of memory while tracing: the event is lost, the measurement goes on.
+  }
+}
+
+ThreadTraceScope::ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name)
+    : target_{recorder, rank, std::move(case_name)}, previous_(detail::tls_current) {
+  detail::tls_current = recorder ? &target_ : nullptr;
+}
+
+ThreadTraceScope::ThreadTraceScope(const ThreadTrace& target)
+    : target_(target), previous_(detail::tls_current) {
+  detail::tls_current = target_.recorder ? &target_ : nullptr;
+}
+
+ThreadTraceScope::~ThreadTraceScope() { detail::tls_current = previous_; }
+
+namespace {
+std::atomic<TraceRecorder*> g_process_recorder{nullptr};
+}
+
+TraceRecorder* process_recorder() { return g_process_recorder.load(std::memory_order_acquire); }
+void install_process_recorder(TraceRecorder* recorder) {
+  g_process_recorder.store(recorder, std::memory_order_release);
+}
+
+}  // namespace shardaccum::trace

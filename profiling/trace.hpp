@@ -1,0 +1,144 @@
+#pragma once
+// The built-in trace collector (DESIGN.md §7): complete events per rank and track, written as
+// Perfetto / Chrome trace JSON ("traceEvents" with "ph":"X" events and "M" metadata naming each
+// process "rank N" and each track). Sources: NVTX phase ranges (profiling/nvtx.hpp, track
+// "phases"), the host backend's ops (tracks of their streams, "host"), and on the cuda backend
+// the CUPTI activity records (profiling/cupti_collector.hpp).
+//
+// Recording is opt-in per thread: a ThreadTraceScope makes a recorder current for the calling
+// thread (a rank's thread). Without one, every instrumented site costs one thread-local load.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strategies/backend/backend.hpp"
+
+namespace shardaccum::trace {
+
+/// The trace's clock: the host's steady clock (host backend ops and NVTX ranges are timed on it;
+/// GPU activity is mapped onto it by the CUPTI collector).
+using Clock = std::chrono::steady_clock;
+
+/// Track (thread) names used by the suite; one track per name within a rank's process.
+namespace track {
+inline constexpr const char* kPhases = "phases";  // NVTX ranges: step > micro-batch > unit > phase
+inline constexpr const char* kHost = "host";      // work done by the CPU (CPU add, host scale)
+inline constexpr const char* kCompute = "compute stream";
+inline constexpr const char* kComm = "comm stream";
+inline constexpr const char* kCopy = "copy stream";
+/// The track of a rank's stream (DESIGN.md §2).
+const char* of(Stream s);
+}  // namespace track
+
+/// One complete event ("ph":"X").
+struct TraceEvent {
+  int pid = 0;             // the rank (one trace process per rank)
+  std::string track;       // the thread/track name within the rank, e.g. "copy stream"
+  std::string name;        // e.g. "d2h", "step 1 accum/...", "micro-batch 0 S"
+  std::string category;    // "step", "micro-batch", "unit", "phase", or the op ("copy", "add", ...)
+  double start_us = 0;     // start, microseconds since the recorder's origin
+  double duration_us = 0;  // duration, microseconds
+  nlohmann::json args = nlohmann::json::object();  // e.g. {"bytes": 4096, "case": "accum/..."}
+};
+
+/// Thrown when a trace file cannot be written; the message names the file and the reason.
+struct TraceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Collects complete events from any number of threads (thread-safe) and writes them out.
+class TraceRecorder {
+ public:
+  /// The origin (time 0 of the trace) is the moment of construction.
+  TraceRecorder();
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  Clock::time_point origin() const { return origin_; }
+  /// Microseconds from the origin to `t` (negative before the origin).
+  double to_us(Clock::time_point t) const;
+
+  /// Adds one event. Thread-safe.
+  void add(TraceEvent e);
+  /// Adds a complete event from two time points of the trace clock. Thread-safe.
+  void add_complete(int pid, std::string_view track, std::string_view name,
+                    std::string_view category, Clock::time_point begin, Clock::time_point end,
+                    nlohmann::json args = nlohmann::json::object());
+
+  /// A key of the trace's "otherData" (e.g. "time_domain": "host wall-clock"). Thread-safe.
+  void set_metadata(const std::string& key, nlohmann::json value);
+
+  /// Steps numbered below `first` are not recorded (the warm-up steps of each case, which the
+  /// bench numbers 0..warmup-1). Default 0: every step.
+  void set_first_recorded_step(uint32_t first) { first_step_ = first; }
+  /// Whether step number `step` of a case is to be recorded.
+  bool records_step(uint32_t step) const { return step >= first_step_; }
+
+  /// Number of events so far. Thread-safe.
+  size_t size() const;
+  /// A copy of the events so far, in the order they were added. Thread-safe.
+  std::vector<TraceEvent> events() const;
+
+  /// Writes the Chrome/Perfetto trace JSON to `path` through a temporary file in the same
+  /// directory and a rename, so `path` is never half-written. Events are sorted per track by
+  /// start time (longest first on ties) so nested ranges appear as a stack. Throws TraceError.
+  void write_chrome_trace(const std::string& path) const;
+
+ private:
+  Clock::time_point origin_;
+  std::atomic<uint32_t> first_step_{0};
+  mutable std::mutex mu_;
+  std::vector<TraceEvent> events_;
+  nlohmann::json other_ = nlohmann::json::object();
+};
+
+/// What a thread records into: the recorder, the rank (trace process) and the case whose name
+/// every event's args carry ("case").
+struct ThreadTrace {
+  TraceRecorder* recorder = nullptr;
+  int rank = 0;
+  std::string case_name;
+
+  /// Records a complete event on `track` of this rank; adds "case" to `args`. Never throws
+  /// (an event that cannot be stored is dropped), so it is safe in destructors.
+  void complete(std::string_view track, std::string_view name, std::string_view category,
+                Clock::time_point begin, Clock::time_point end,
+                nlohmann::json args = nlohmann::json::object()) const noexcept;
+};
+
+namespace detail {
+inline thread_local const ThreadTrace* tls_current = nullptr;
+}
+
+/// The calling thread's trace target, or nullptr when this thread records nothing.
+inline const ThreadTrace* current() { return detail::tls_current; }
+
+/// Makes a recorder current for the calling thread until the scope ends (then the previous one,
+/// usually none, is current again). A null recorder makes the thread record nothing.
+class ThreadTraceScope {
+ public:
+  ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name);
+  /// Carries another thread's target over, e.g. into a backend's host-task worker thread:
+  /// `ThreadTraceScope s(captured)` where `captured` is a copy of `*trace::current()`.
+  explicit ThreadTraceScope(const ThreadTrace& target);
+  ~ThreadTraceScope();
+  ThreadTraceScope(const ThreadTraceScope&) = delete;
+  ThreadTraceScope& operator=(const ThreadTraceScope&) = delete;
+
+ private:
+  ThreadTrace target_;
+  const ThreadTrace* previous_;
+};
+
+/// The recorder of this process's `--trace` run, or nullptr. Installed once by shardaccum_bench
+/// before any case runs, read by the case runner to open each rank thread's ThreadTraceScope.
+TraceRecorder* process_recorder();
+void install_process_recorder(TraceRecorder* recorder);
+
+}  // namespace shardaccum::trace
