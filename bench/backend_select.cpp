@@ -35,8 +35,13 @@ BackendChoice choose_backend(const std::string& requested) {
   return c;
 }
 
-BackendPool::BackendPool(BackendChoice choice, int host_threads, bool cupti)
-    : choice_(std::move(choice)), host_threads_(host_threads), cupti_(cupti) {}
+BackendPool::BackendPool(BackendChoice choice, int host_threads, bool cupti, bool ceilings,
+                         uint64_t pinned_hint)
+    : choice_(std::move(choice)),
+      host_threads_(host_threads),
+      cupti_(cupti),
+      ceilings_(ceilings),
+      pinned_hint_(pinned_hint) {}
 
 Backend& BackendPool::get(int world_size) {
   auto it = worlds_.find(world_size);
@@ -47,7 +52,9 @@ Backend& BackendPool::get(int world_size) {
     CudaBackendOptions o;
     o.world_size = world_size;
     o.host_add_threads = host_threads_;
-    (void)cupti_;
+    o.cupti = cupti_;
+    o.measure_ceilings = ceilings_;
+    o.pinned_pool_bytes = std::max<uint64_t>(o.pinned_pool_bytes, pinned_hint_ + pinned_hint_ / 16);
     return *(worlds_[world_size] = make_cuda_backend(o));
 #endif
   }

@@ -23,7 +23,9 @@ BackendChoice choose_backend(const std::string& requested);
 
 class BackendPool {
  public:
-  BackendPool(BackendChoice choice, int host_threads, bool cupti);
+  /// `pinned_hint`: pinned bytes per rank that the largest case needs (the model's peak), so the
+  /// cuda backend pins them once, up front, instead of growing its arena inside a measured step.
+  BackendPool(BackendChoice choice, int host_threads, bool cupti, bool ceilings, uint64_t pinned_hint);
   /// The backend with `world_size` ranks, created on first use. Only one cuda world lives at a
   /// time (the previous is destroyed first), so GPU memory is not held twice.
   Backend& get(int world_size);
@@ -32,7 +34,8 @@ class BackendPool {
  private:
   BackendChoice choice_;
   int host_threads_;
-  bool cupti_;
+  bool cupti_, ceilings_;
+  uint64_t pinned_hint_;
   std::map<int, std::unique_ptr<Backend>> worlds_;
 };
 

@@ -43,6 +43,12 @@ struct Totals {
     sum.reduce_scatter_calls += m.reduce_scatter_calls;
     sum.accumulate_bytes += m.accumulate_bytes;
     sum.cpu_add_bytes += m.cpu_add_bytes;
+    sum.bytes_from_cupti = sum.bytes_from_cupti || m.bytes_from_cupti;
+    sum.accounted_h2d_bytes += m.accounted_h2d_bytes;
+    sum.accounted_d2h_bytes += m.accounted_d2h_bytes;
+    sum.nccl_kernel_ms += m.nccl_kernel_ms;
+    sum.accumulate_kernel_ms += m.accumulate_kernel_ms;
+    sum.generate_kernel_ms += m.generate_kernel_ms;
     sum.peak_device_bytes = std::max(sum.peak_device_bytes, m.peak_device_bytes);
     sum.peak_pinned_bytes = std::max(sum.peak_pinned_bytes, m.peak_pinned_bytes);
     ++steps;
@@ -98,6 +104,15 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     c["reduce_scatter_calls"] = t.per_step(t.sum.reduce_scatter_calls);
     c["accumulate_bytes"] = t.per_step(t.sum.accumulate_bytes);
     c["cpu_add_bytes"] = t.per_step(t.sum.cpu_add_bytes);
+    if (t.sum.bytes_from_cupti) {
+      // h2d/d2h_bytes are CUPTI's; the backend's own accounting beside them, and kernel times.
+      c["accounted_h2d_bytes"] = t.per_step(t.sum.accounted_h2d_bytes);
+      c["accounted_d2h_bytes"] = t.per_step(t.sum.accounted_d2h_bytes);
+      c["nccl_kernel_ms"] = t.per_step(t.sum.nccl_kernel_ms);
+      c["accumulate_kernel_ms"] = t.per_step(t.sum.accumulate_kernel_ms);
+      c["generate_kernel_ms"] = t.per_step(t.sum.generate_kernel_ms);
+    }
+    c["bytes_from_cupti"] = t.sum.bytes_from_cupti ? 1 : 0;
     c["peak_device_bytes"] = t.sum.peak_device_bytes;
     c["peak_pinned_bytes"] = t.sum.peak_pinned_bytes;
     c["model_h2d_bytes"] = model.h2d_bytes;

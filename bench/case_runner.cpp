@@ -35,6 +35,12 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
     m.reduce_scatter_calls = std::max(m.reduce_scatter_calls, s.reduce_scatter_calls);
     m.accumulate_bytes = std::max(m.accumulate_bytes, s.accumulate_bytes);
     m.cpu_add_bytes = std::max(m.cpu_add_bytes, s.cpu_add_bytes);
+    m.bytes_from_cupti = m.bytes_from_cupti || s.bytes_from_cupti;
+    m.accounted_h2d_bytes = std::max(m.accounted_h2d_bytes, s.accounted_h2d_bytes);
+    m.accounted_d2h_bytes = std::max(m.accounted_d2h_bytes, s.accounted_d2h_bytes);
+    m.nccl_kernel_ms = std::max(m.nccl_kernel_ms, s.nccl_kernel_ms);
+    m.accumulate_kernel_ms = std::max(m.accumulate_kernel_ms, s.accumulate_kernel_ms);
+    m.generate_kernel_ms = std::max(m.generate_kernel_ms, s.generate_kernel_ms);
     m.peak_device_bytes = std::max(m.peak_device_bytes, s.peak_device_bytes);
     m.peak_pinned_bytes = std::max(m.peak_pinned_bytes, s.peak_pinned_bytes);
   }

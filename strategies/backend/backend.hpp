@@ -82,6 +82,11 @@ struct StepMetrics {
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
   /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
   uint64_t accumulate_bytes = 0, cpu_add_bytes = 0;
+  /// With a CUPTI collector: h2d_bytes/d2h_bytes are CUPTI's MEMCPY records of the step, the
+  /// backend's own accounting stays in accounted_*; kernel times are CUPTI's (else 0).
+  bool bytes_from_cupti = false;
+  uint64_t accounted_h2d_bytes = 0, accounted_d2h_bytes = 0;
+  double nccl_kernel_ms = 0, accumulate_kernel_ms = 0, generate_kernel_ms = 0;
   uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
 };
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "strategies/backend/cuda_backend_impl.hpp"
+#include "profiling/trace.hpp"
 #include "strategies/unit_grad.hpp"
 
 namespace shardaccum {
@@ -660,6 +661,7 @@ void CudaRank::begin_step() {
   SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
+  if (auto* c = world_.collector()) cupti_t0_ = c->now();
   in_step_ = true;
 }
 
@@ -690,6 +692,28 @@ StepMetrics CudaRank::end_step() {
   SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &high));
   m_.peak_device_bytes = high;
   m_.peak_pinned_bytes = pinned_peak_;
+  m_.accounted_h2d_bytes = m_.h2d_bytes;
+  m_.accounted_d2h_bytes = m_.d2h_bytes;
+  if (auto* c = world_.collector()) {
+    // Every stream is idle: the window holds all of the step's records, none of the oracle's.
+    const gpu_activity::WindowTotals w = c->totals(device_, cupti_t0_, c->now());
+    m_.bytes_from_cupti = true;
+    m_.h2d_bytes = w.h2d_bytes;
+    m_.d2h_bytes = w.d2h_bytes;
+    m_.nccl_kernel_ms = w.nccl_ms;
+    m_.accumulate_kernel_ms = w.accumulate_ms;
+    m_.generate_kernel_ms = w.generate_ms;
+    if (auto* tt = trace::current()) {
+      const uint32_t ids[3] = {c->stream_id(stream(Stream::compute)), c->stream_id(stream(Stream::comm)),
+                               c->stream_id(stream(Stream::copy))};
+      gpu_activity::append_to_trace(*tt, w.records, c->clock_map(), [&](uint32_t id) -> std::string {
+        if (id == ids[0]) return "compute stream";
+        if (id == ids[1]) return "comm stream";
+        if (id == ids[2]) return "copy stream";
+        return "other stream";
+      });
+    }
+  }
   forget_pending();  // every stream is idle: the end event follows all three
   if (task_error) std::rethrow_exception(task_error);
   return m_;
@@ -761,6 +785,8 @@ void rethrow_root(const std::vector<std::exception_ptr>& errors) {
 
 CudaWorld::CudaWorld(const CudaBackendOptions& opts)
     : opts_(opts), barrier_(opts.world_size), ranks_(opts.world_size) {
+  // Before any stream or copy exists, so that CUPTI sees every record of the run.
+  collector_ = cupti::CuptiCollector::start_if_allowed(opts.cupti);
   host_threads_ =
       opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
   // Ranks are built on their own threads: pinning the arenas takes seconds for tens of GB.
@@ -949,6 +975,8 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
 
 nlohmann::json CudaWorld::context() const {
   nlohmann::json j = static_context_;
+  j["bytes_source"] = collector_ ? "cupti" : "backend accounting";
+  j["cupti"] = collector_ ? "on" : (opts_.cupti ? "off (another CUPTI subscriber, e.g. Nsight Systems)" : "off (--cupti off)");
   nlohmann::json growths = nlohmann::json::array(), capacity = nlohmann::json::array();
   for (const auto& r : ranks_) {
     growths.push_back(r->pinned_growths());

@@ -32,6 +32,9 @@ struct CudaBackendOptions {
   /// A wait (event, stream, collective, barrier) longer than this ends with a clear error and the
   /// communicators are aborted, never a hang.
   double timeout_s = 300;
+  /// The in-process CUPTI collector (--cupti): bytes and kernel times from CUPTI's activity
+  /// records of the measured steps. Off by itself under Nsight Systems (one CUPTI subscriber).
+  bool cupti = true;
 };
 
 /// Throws std::invalid_argument naming --world-size when world_size < 1 or exceeds the visible

@@ -24,6 +24,7 @@
 #include "strategies/backend/cuda_check.hpp"
 #include "strategies/backend/cuda_kernels.hpp"
 #include "strategies/backend/cuda_pinned_arena.hpp"
+#include "profiling/cupti_collector.hpp"
 
 namespace shardaccum::cuda {
 
@@ -196,6 +197,7 @@ class CudaRank final : public RankBackend {
   bool in_step_ = false;
   uint64_t step_seq_ = 0;
   cudaEvent_t step_start_ = nullptr;
+  uint64_t cupti_t0_ = 0;  // CUPTI timestamp at begin_step: the window of the step's records
   std::vector<TimedOp> ops_;
   StepMetrics m_;
   DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
@@ -220,6 +222,8 @@ class CudaWorld final : public Backend {
   nlohmann::json context() const override;
   bool gpu_times() const override { return true; }
   int host_task_depth() const override { return opts_.host_task_depth; }
+  /// The CUPTI collector, or nullptr (--cupti off, or another subscriber such as nsys).
+  cupti::CuptiCollector* collector() const { return collector_; }
 
   /// Ceilings measured on all ranks at once (cuda_ceilings.cpp); also stored for context().
   nlohmann::json measure_ceilings();
@@ -237,6 +241,7 @@ class CudaWorld final : public Backend {
   void recover(const std::vector<std::exception_ptr>& errors);
 
   CudaBackendOptions opts_;
+  cupti::CuptiCollector* collector_ = nullptr;
   int host_threads_ = 1;
   RankBarrier barrier_;
   std::vector<std::unique_ptr<CudaRank>> ranks_;

@@ -126,10 +126,14 @@ class HostRank final : public RankBackend {
     const int64_t n = static_cast<int64_t>(dst.numel());
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
-    if (space == MemSpace::device)
+    // Bytes read + written: both operands read, the accumulator written.
+    if (space == MemSpace::device) {
+      m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
       done(Phase::accumulate, t0, trace::track::of(stream), "add", src.bytes());
-    else
+    } else {
+      m_.cpu_add_bytes += src.bytes() + 2 * dst.bytes();
       done(Phase::cpu_add, t0, trace::track::kHost, "add", src.bytes());
+    }
   }
 
   void convert(Buffer& dst, const Buffer& src, Stream s) override {
@@ -139,6 +143,7 @@ class HostRank final : public RankBackend {
     const auto t0 = Clock::now();
     for (uint64_t i = 0; i < dst.numel(); ++i)
       detail::store(dst.data(), dst.dtype(), i, detail::load(src.data(), src.dtype(), i));
+    m_.accumulate_bytes += src.bytes() + dst.bytes();
     done(Phase::accumulate, t0, trace::track::of(s), "convert", src.bytes());
   }
 
