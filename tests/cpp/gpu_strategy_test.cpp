@@ -1,0 +1,146 @@
+// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against DESIGN.md §3,
+// CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately added extra copy seen as
+// a mismatch, and peak device memory within 5% of the model plus a stated fixed overhead.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "strategies/backend/cuda_backend.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+std::unique_ptr<Backend> cuda_world(int world) {
+  CudaBackendOptions o;
+  o.world_size = world;
+  o.pinned_pool_bytes = 64ull << 20;
+  o.measure_ceilings = false;
+  o.timeout_s = 120;
+  o.cupti = true;
+  return make_cuda_backend(o);
+}
+
+#define REQUIRE_GPUS(n)                                                                   \
+  if (cuda_device_count() < (n))                                                          \
+  GTEST_SKIP() << "needs " << (n) << " GPU(s), " << cuda_device_count() << " visible: gpu test skipped"
+
+class GpuMatrix : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuMatrix, OutcomeAndCuptiBytesFollowTheDesign) {
+  const int world = GetParam();
+  REQUIRE_GPUS(world);
+  auto be = cuda_world(world);
+  const Layout layout = testing::make_layout({1, 1009, 3, 64, 1 << 20});
+  int cases = 0;
+  for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"})
+    for (const StrategySpec& s : all_strategies())
+      for (const char* name : kCanonicalSchedules) {
+        const Schedule sched = canonical_schedule(name, 4);
+        const CasePlan plan{layout, sched, s, parse_dtype_triple(dtype), GenMode::dyadic, 5, "t"};
+        SCOPED_TRACE(s.name() + " schedule " + sched.modes + " " + dtype);
+        const auto o = testing::run_two_steps(*be, plan);
+        EXPECT_EQ(o.correct, testing::design_says_correct(s, sched)) << o.max_rel_err;
+        ASSERT_TRUE(o.measured.bytes_from_cupti) << "CUPTI collector is off";
+        EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);  // CUPTI's MEMCPY records
+        EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
+        EXPECT_EQ(o.measured.accounted_h2d_bytes, o.model.h2d_bytes);
+        EXPECT_EQ(o.measured.accounted_d2h_bytes, o.model.d2h_bytes);
+        EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
+        if (world > 1) {
+          EXPECT_GT(o.measured.nccl_kernel_ms, 0.0);
+        }
+        ++cases;
+      }
+  EXPECT_EQ(cases, 2 * 16 * 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuMatrix, ::testing::Values(1, 2),
+                         [](const auto& i) { return "world" + std::to_string(i.param); });
+
+/// A rank whose D2H copies are issued twice: a strategy with one copy too many.
+class ExtraCopyRank final : public RankBackend {
+ public:
+  explicit ExtraCopyRank(RankBackend& in) : in_(in) {}
+  int rank() const override { return in_.rank(); }
+  int world_size() const override { return in_.world_size(); }
+  Buffer allocate(MemSpace sp, DType d, uint64_t n, Stream s) override { return in_.allocate(sp, d, n, s); }
+  void copy(Buffer& dst, const Buffer& src, Stream s) override {
+    in_.copy(dst, src, s);
+    if (dst.space() == MemSpace::pinned_host) in_.copy(dst, src, s);  // the deliberate extra copy
+  }
+  void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }
+  void convert(Buffer& d, const Buffer& s, Stream st) override { in_.convert(d, s, st); }
+  void scale(Buffer& d, double f, Stream s) override { in_.scale(d, f, s); }
+  void generate(Buffer& g, const GradKey& k, bool a, Stream s) override { in_.generate(g, k, a, s); }
+  void reduce_scatter(Buffer& o, const Buffer& i) override { in_.reduce_scatter(o, i); }
+  Event record(Stream s) override { return in_.record(s); }
+  void wait(Stream w, Event e) override { in_.wait(w, e); }
+  void host_wait(Event e) override { in_.host_wait(e); }
+  void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
+  bool any_rank(bool m) override { return in_.any_rank(m); }
+  ShardCheck check_shard(const Buffer& b, const OracleKey& k) override { return in_.check_shard(b, k); }
+  void begin_step() override { in_.begin_step(); }
+  StepMetrics end_step() override { return in_.end_step(); }
+  void release(Buffer& b) noexcept override { in_.release(b); }
+
+ private:
+  RankBackend& in_;
+};
+
+class ExtraCopyWorld final : public Backend {
+ public:
+  explicit ExtraCopyWorld(Backend& in) : in_(in) {}
+  std::string name() const override { return in_.name(); }
+  int world_size() const override { return in_.world_size(); }
+  bool gpu_times() const override { return true; }
+  nlohmann::json context() const override { return in_.context(); }
+  void run(const std::function<void(RankBackend&)>& fn) override {
+    in_.run([&](RankBackend& r) {
+      // One wrapper per rank for the world's life: the case's step drivers keep a reference.
+      auto& x = ranks_[r.rank()];
+      if (!x) x = std::make_unique<ExtraCopyRank>(r);
+      fn(*x);
+    });
+  }
+
+ private:
+  Backend& in_;
+  std::vector<std::unique_ptr<ExtraCopyRank>> ranks_ = std::vector<std::unique_ptr<ExtraCopyRank>>(in_.world_size());
+};
+
+TEST(GpuBytes, ADeliberateExtraCopyShowsUpAsAMismatch) {
+  REQUIRE_GPUS(1);
+  auto be = cuda_world(1);
+  ExtraCopyWorld buggy(*be);
+  const CasePlan plan{testing::make_layout({1 << 20, 4099}), canonical_schedule("sync", 4),
+                      preset("fsdp2"), parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+  const auto o = testing::run_two_steps(buggy, plan);
+  ASSERT_TRUE(o.measured.bytes_from_cupti);
+  EXPECT_NE(o.measured.d2h_bytes, o.model.d2h_bytes);
+  EXPECT_EQ(o.measured.d2h_bytes, 2 * o.model.d2h_bytes);  // CUPTI saw every extra byte
+  EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);
+}
+
+// The pool's used-memory high watermark against the model: within 5% plus a fixed 64 MiB for
+// what the model does not count (the pool's allocation granularity of a few MiB per live
+// buffer, NCCL's and the backend's own scratch are outside the pool).
+TEST(GpuMemory, PeakDeviceWithinFivePercentOfTheModel) {
+  REQUIRE_GPUS(1);
+  const int world = std::min(2, cuda_device_count());
+  auto be = cuda_world(world);
+  const Layout layout = testing::make_layout({64ull << 20, 64ull << 20, 64ull << 20, 5'000'011});
+  for (const char* preset_name : {"fsdp2", "zero3"})
+    for (const char* sched : {"no-sync", "sync", "interleaved-nosync-last"}) {
+      const CasePlan plan{layout, canonical_schedule(sched, 4), preset(preset_name),
+                          parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 9, "t"};
+      const auto o = testing::run_two_steps(*be, plan);
+      SCOPED_TRACE(std::string(preset_name) + " " + sched);
+      const double model = static_cast<double>(o.model.peak_device_bytes);
+      EXPECT_GE(o.measured.peak_device_bytes, o.model.peak_device_bytes);
+      EXPECT_LE(o.measured.peak_device_bytes, 1.05 * model + (64ull << 20));
+    }
+}
+
+}  // namespace
+}  // namespace shardaccum
