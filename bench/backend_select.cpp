@@ -35,11 +35,11 @@ BackendChoice choose_backend(const std::string& requested) {
   return c;
 }
 
-BackendPool::BackendPool(BackendChoice choice, int host_threads, bool cupti, bool ceilings,
+BackendPool::BackendPool(BackendChoice choice, int host_threads, std::string cupti, bool ceilings,
                          uint64_t pinned_hint)
     : choice_(std::move(choice)),
       host_threads_(host_threads),
-      cupti_(cupti),
+      cupti_(std::move(cupti)),
       ceilings_(ceilings),
       pinned_hint_(pinned_hint) {}
 
@@ -52,7 +52,8 @@ Backend& BackendPool::get(int world_size) {
     CudaBackendOptions o;
     o.world_size = world_size;
     o.host_add_threads = host_threads_;
-    o.cupti = cupti_;
+    o.cupti = cupti_ != "off";
+    o.cupti_kernels = cupti_ == "kernels";
     o.measure_ceilings = ceilings_;
     o.pinned_pool_bytes = std::max<uint64_t>(o.pinned_pool_bytes, pinned_hint_ + pinned_hint_ / 16);
     return *(worlds_[world_size] = make_cuda_backend(o));

@@ -25,7 +25,8 @@ class BackendPool {
  public:
   /// `pinned_hint`: pinned bytes per rank that the largest case needs (the model's peak), so the
   /// cuda backend pins them once, up front, instead of growing its arena inside a measured step.
-  BackendPool(BackendChoice choice, int host_threads, bool cupti, bool ceilings, uint64_t pinned_hint);
+  /// `cupti`: "on" (MEMCPY records), "kernels" (and kernel records) or "off".
+  BackendPool(BackendChoice choice, int host_threads, std::string cupti, bool ceilings, uint64_t pinned_hint);
   /// The backend with `world_size` ranks, created on first use. Only one cuda world lives at a
   /// time (the previous is destroyed first), so GPU memory is not held twice.
   Backend& get(int world_size);
@@ -34,7 +35,8 @@ class BackendPool {
  private:
   BackendChoice choice_;
   int host_threads_;
-  bool cupti_, ceilings_;
+  std::string cupti_;
+  bool ceilings_;
   uint64_t pinned_hint_;
   std::map<int, std::unique_ptr<Backend>> worlds_;
 };

@@ -110,7 +110,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the gradient generator")->capture_default_str();
   app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
-  app.add_option("--cupti", o.cupti, "on or off: the in-process CUPTI collector (cuda)")->capture_default_str();
+  app.add_option("--cupti", o.cupti, "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records (slows NCCL "
+                 "kernels, see README); off: the backend's own accounting (cuda)")->capture_default_str();
   app.add_option("--trace", o.trace,
                  "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
                  "phases per rank, the backend's ops per stream) to this file");
@@ -135,7 +136,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
     throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
-  if (o.cupti != "on" && o.cupti != "off") throw CliError("--cupti '" + o.cupti + "': expected on or off");
+  if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
+    throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   if (o.threads < 0) throw CliError("--threads must be >= 0");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");

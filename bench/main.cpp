@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <unistd.h>
 
 #include "bench/bench_cases.hpp"
@@ -27,7 +28,11 @@ std::string run_git_commit() {
     pclose(p);
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out.empty() ? SHARDACCUM_GIT_COMMIT : out;
+  if (!out.empty()) return out;
+  // A copy of the tree without .git (a GPU machine): the commit the runner passes, else the
+  // one recorded at configure time.
+  if (const char* env = std::getenv("SHARDACCUM_GIT_COMMIT"); env && *env) return env;
+  return SHARDACCUM_GIT_COMMIT;
 }
 
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
@@ -103,7 +108,7 @@ int main(int argc, char** argv) {
   uint64_t pinned_hint = 0;
   for (const auto& c : cases)
     pinned_hint = std::max(pinned_hint, predict(c.plan(), c.world_size, 2).peak_pinned_bytes);
-  BackendPool pool(choice, opts.threads, opts.cupti == "on", opts.ceilings == "on", pinned_hint);
+  BackendPool pool(choice, opts.threads, opts.cupti, opts.ceilings == "on", pinned_hint);
   benchmark::AddCustomContext("backend", choice.name);
   benchmark::AddCustomContext("backend_choice", choice.why);
   benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");
@@ -142,8 +147,13 @@ int main(int argc, char** argv) {
                                                    ctx["devices"][0].value("name", std::string("GPU")) +
                                                    " (" + host + ")");
       }
+      // Keys the suite already set (time_domain, world_size, ...) keep the suite's value.
+      static const std::set<std::string> suite_keys = {"backend", "backend_choice", "time_domain", "git_commit",
+                                                       "command", "k", "warmup_steps", "measured_steps",
+                                                       "model", "world_size", "machine"};
       for (const auto& [k, v] : ctx.items())
-        benchmark::AddCustomContext(k == "backend" ? "backend_detail" : k, v.is_string() ? v.get<std::string>() : v.dump());
+        benchmark::AddCustomContext(suite_keys.count(k) ? "backend_" + k : k,
+                                    v.is_string() ? v.get<std::string>() : v.dump());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "shardaccum_bench: error: cuda backend: %s\n", e.what());
       return 1;

@@ -74,7 +74,7 @@ struct CuptiCallbacks {
   }
 };
 
-CuptiCollector* CuptiCollector::start_if_allowed(bool want) {
+CuptiCollector* CuptiCollector::start_if_allowed(bool want, bool kernels) {
   if (!want) return nullptr;
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (CuptiCollector* c = g_instance.load()) return c;
@@ -82,6 +82,7 @@ CuptiCollector* CuptiCollector::start_if_allowed(bool want) {
   std::string why = gpu_activity::other_profiler_reason();
   if (why.empty()) {
     auto* c = new CuptiCollector();  // lives until exit: CUPTI tears down with the process
+    c->kernels_ = kernels;
     g_instance.store(c,
                      std::memory_order_release);  // before enabling: buffers may complete at once
     try {
@@ -125,9 +126,10 @@ bool CuptiCollector::start(std::string& why) {
     const char* inj = std::getenv("NVTX_INJECTION64_PATH");
     const bool want_markers = inj && std::string_view(inj).find("cupti") != std::string_view::npos;
     std::vector<std::pair<CUpti_ActivityKind, const char*>> kinds = {
-        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)"},
-        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-         "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)"}};
+        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)"}};
+    if (kernels_)
+      kinds.push_back({CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                       "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)"});
     if (want_markers)
       kinds.push_back(
           {CUPTI_ACTIVITY_KIND_MARKER, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER)"});

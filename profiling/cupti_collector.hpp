@@ -41,7 +41,11 @@ class CuptiCollector {
   /// subscriber); the second case prints one line to stderr. Otherwise the process's collector,
   /// started on the first call (later calls return the same one). It lives until the process
   /// exits. Thread-safe. Throws CuptiError for any other CUPTI failure (the call is named).
-  static CuptiCollector* start_if_allowed(bool want);
+  /// `kernels` also enables CONCURRENT_KERNEL records (NCCL / accumulate / generate kernel
+  /// times). Off by default: on an H200 pair it slowed NCCL's reduce-scatter kernels about 2.4x
+  /// (busbw 112 against 274 GB/s at 1 GiB), while MEMCPY records alone are cheap. The first
+  /// call decides for the process.
+  static CuptiCollector* start_if_allowed(bool want, bool kernels = false);
 
   /// CUPTI's timestamp now (cuptiGetTimestamp), nanoseconds; the clock of every record.
   uint64_t now() const;
@@ -78,6 +82,7 @@ class CuptiCollector {
 
  private:
   CuptiCollector() = default;
+  bool kernels_ = false;
   /// Subscribes and enables; false (with `why` set) when another subscriber holds CUPTI.
   bool start(std::string& why);
   void stop() noexcept;  // disables what start enabled and unsubscribes (after a failed start)

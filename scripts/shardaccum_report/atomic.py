@@ -14,7 +14,8 @@ from typing import Iterator
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yields an empty temporary directory beside `target`; when the block ends without an exception,
-    the directory replaces `target` (an older one is removed), otherwise it is deleted and `target`
+    the directory replaces `target` (an older one is removed, except for files other than README.md
+    and *.png, which are carried over, e.g. the run.json the report was made from), otherwise it is deleted and `target`
     is left as it was. Raises OSError when the parent cannot be created or written, or when `target`
     exists and is not a directory (NotADirectoryError)."""
     target = Path(target)
@@ -27,6 +28,11 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is for everyone to read
         old = None
         if target.exists():
+            # Files that are not the report's own (README.md, *.png), such as the run.json the
+            # report was made from, stay: regenerating a report never deletes its input.
+            for f in target.iterdir():
+                if f.is_file() and f.name != "README.md" and f.suffix != ".png" and not (tmp / f.name).exists():
+                    shutil.copy2(f, tmp / f.name)
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.rename(target, old / target.name)
         os.rename(tmp, target)

@@ -786,7 +786,7 @@ void rethrow_root(const std::vector<std::exception_ptr>& errors) {
 CudaWorld::CudaWorld(const CudaBackendOptions& opts)
     : opts_(opts), barrier_(opts.world_size), ranks_(opts.world_size) {
   // Before any stream or copy exists, so that CUPTI sees every record of the run.
-  collector_ = cupti::CuptiCollector::start_if_allowed(opts.cupti);
+  collector_ = cupti::CuptiCollector::start_if_allowed(opts.cupti, opts.cupti_kernels);
   host_threads_ =
       opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
   // Ranks are built on their own threads: pinning the arenas takes seconds for tens of GB.
@@ -976,6 +976,7 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
 nlohmann::json CudaWorld::context() const {
   nlohmann::json j = static_context_;
   j["bytes_source"] = collector_ ? "cupti" : "backend accounting";
+  j["cupti_kernels"] = collector_ && opts_.cupti_kernels ? "on" : "off";
   j["cupti"] = collector_ ? "on" : (opts_.cupti ? "off (another CUPTI subscriber, e.g. Nsight Systems)" : "off (--cupti off)");
   nlohmann::json growths = nlohmann::json::array(), capacity = nlohmann::json::array();
   for (const auto& r : ranks_) {

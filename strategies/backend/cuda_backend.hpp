@@ -35,6 +35,9 @@ struct CudaBackendOptions {
   /// The in-process CUPTI collector (--cupti): bytes and kernel times from CUPTI's activity
   /// records of the measured steps. Off by itself under Nsight Systems (one CUPTI subscriber).
   bool cupti = true;
+  /// Also CUPTI's kernel records (NCCL / accumulate / generate kernel times): costly, see
+  /// CuptiCollector::start_if_allowed.
+  bool cupti_kernels = false;
 };
 
 /// Throws std::invalid_argument naming --world-size when world_size < 1 or exceeds the visible

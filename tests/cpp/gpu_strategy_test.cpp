@@ -18,6 +18,7 @@ std::unique_ptr<Backend> cuda_world(int world) {
   o.measure_ceilings = false;
   o.timeout_s = 120;
   o.cupti = true;
+  o.cupti_kernels = true;  // nccl_kernel_ms is asserted below
   return make_cuda_backend(o);
 }
 
