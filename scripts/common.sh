@@ -1,0 +1,108 @@
+# shellcheck shell=bash
+# Shared helpers of scripts/run.sh, scripts/test.sh and scripts/install_deps.sh. Source it; it sets
+# SA_ROOT (the repository root), exports the NCCL settings every run needs, and defines the helpers
+# below. It changes no directory and installs nothing by itself.
+
+SA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SA_BUILD_DIR="$SA_ROOT/build"          # binaryDir of the CMake preset `default`
+# shellcheck disable=SC2034  # used by run.sh
+SA_BENCH="$SA_BUILD_DIR/bench/shardaccum_bench"
+SA_VENV="$SA_ROOT/.venv"
+SA_REQUIREMENTS="$SA_ROOT/scripts/requirements.txt"
+SA_VENV_STAMP="$SA_VENV/.shardaccum-requirements.sha256"
+
+# Mandatory on the GPU machines, for every run (NVLink multicast / NVLS must stay off).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+sa_say() { printf '%s: %s\n' "${SA_PROG:-shardaccum}" "$*"; }
+sa_warn() { printf '%s: warning: %s\n' "${SA_PROG:-shardaccum}" "$*" >&2; }
+sa_die() { printf '%s: error: %s\n' "${SA_PROG:-shardaccum}" "$*" >&2; exit "${SA_DIE_CODE:-1}"; }
+
+# A loud multi-line notice on stderr: sa_banner LINE...
+sa_banner() {
+  local bar='!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
+  {
+    printf '%s\n' "$bar"
+    local line
+    for line in "$@"; do printf '!!! %s\n' "$line"; done
+    printf '%s\n' "$bar"
+  } >&2
+}
+
+# Seconds since $1 (a $SECONDS value), as "1m 05s".
+sa_elapsed() { local s=$((SECONDS - $1)); printf '%dm %02ds' $((s / 60)) $((s % 60)); }
+
+# Number of GPUs nvidia-smi lists (0 when there is no nvidia-smi or it fails).
+sa_gpu_count() {
+  command -v nvidia-smi >/dev/null 2>&1 || { echo 0; return; }
+  local n
+  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  echo "${n:-0}"
+}
+
+# --- Python -----------------------------------------------------------------------------------------
+# The report tool needs matplotlib, numpy and scipy; the Python tests also need pytest.
+sa_py_modules() {
+  if [[ "${1:-run}" == test ]]; then echo "matplotlib numpy scipy pytest"; else echo "matplotlib numpy scipy"; fi
+}
+
+# sa_py_has PYTHON MODULE... : true when PYTHON runs and imports every module.
+sa_py_has() {
+  local py=$1; shift
+  local mods; mods=$(IFS=,; echo "$*")
+  "$py" -c "import ${mods}" >/dev/null 2>&1
+}
+
+sa_requirements_hash() { sha256sum "$SA_REQUIREMENTS" | cut -d' ' -f1; }
+
+# True when .venv was made from the current scripts/requirements.txt and imports what PURPOSE needs.
+sa_venv_ready() {
+  local purpose=${1:-test}
+  [[ -x "$SA_VENV/bin/python" && -f "$SA_VENV_STAMP" ]] || return 1
+  [[ "$(cat "$SA_VENV_STAMP")" == "$(sa_requirements_hash)" ]] || return 1
+  # shellcheck disable=SC2046
+  sa_py_has "$SA_VENV/bin/python" $(sa_py_modules "$purpose")
+}
+
+# sa_python [run|test] [--strict]
+# Prints the Python that runs the tools for PURPOSE (run: the report tool; test: also pytest):
+# .venv when it is ready, else a system python3 that already has the packages (the GPU machines,
+# which have no network). Returns 1 when there is none: run scripts/install_deps.sh.
+sa_python() {
+  local purpose=${1:-test}
+  if sa_venv_ready "$purpose"; then echo "$SA_VENV/bin/python"; return 0; fi
+  local sys_py
+  sys_py=$(command -v python3 2>/dev/null) || return 1
+  # shellcheck disable=SC2046
+  if sa_py_has "$sys_py" $(sa_py_modules "$purpose"); then echo "$sys_py"; return 0; fi
+  # A venv that could not be refreshed (no network) but still has what is needed; not with --strict,
+  # which install_deps.sh uses to decide whether .venv needs (re)installing.
+  # shellcheck disable=SC2046
+  if [[ "${2:-}" != --strict && -x "$SA_VENV/bin/python" ]] \
+       && sa_py_has "$SA_VENV/bin/python" $(sa_py_modules "$purpose"); then
+    echo "$SA_VENV/bin/python"; return 0
+  fi
+  return 1
+}
+
+# --- Build ------------------------------------------------------------------------------------------
+# sa_build [TARGET...]: configures the preset `default` (build/, CUDA when nvcc is found) when it has
+# not been configured yet, then builds TARGETs (everything when none). Set SHARDACCUM_JOBS to limit
+# parallel jobs (default: ninja's).
+sa_build() {
+  local t0=$SECONDS
+  if [[ ! -f "$SA_BUILD_DIR/build.ninja" ]]; then
+    sa_say "configuring (cmake --preset default: build/, CUDA backend when nvcc is found)"
+    if ! (cd "$SA_ROOT" && cmake --preset default); then
+      sa_die "cmake --preset default failed (see above). If build/ was made by another generator or" \
+             "source tree, remove it (rm -rf build) and try again."
+    fi
+  fi
+  local args=(--build --preset default)
+  [[ -n "${SHARDACCUM_JOBS:-}" ]] && args+=(-j "$SHARDACCUM_JOBS")
+  local t
+  for t in "$@"; do args+=(--target "$t"); done
+  sa_say "building${*:+ $*} (cmake --build --preset default${SHARDACCUM_JOBS:+ -j $SHARDACCUM_JOBS})"
+  (cd "$SA_ROOT" && cmake "${args[@]}") || sa_die "the build failed (see the compiler output above)"
+  sa_say "build done in $(sa_elapsed "$t0")"
+}

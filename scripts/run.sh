@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, run the benchmark matrix, write the report. See --help.
+set -euo pipefail
+
+SA_PROG=run.sh
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+usage() {
+  cat <<'EOF'
+usage: scripts/run.sh [--name NAME] [--no-install] [-- SHARDACCUM_BENCH_FLAGS...]
+
+The main job of shardaccum, the first command to run on a fresh machine:
+  1. installs what is missing (scripts/install_deps.sh --for run; nothing when all is there),
+  2. configures and builds shardaccum_bench (CMake preset `default`, folder build/; the CUDA
+     backend is built when nvcc is found),
+  3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
+     visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
+     every strategy and schedule, about 65 s on 2 cores), whose times are host wall-clock,
+  4. writes the Google Benchmark JSON to reports/NAME/run.json and the report made from it by
+     scripts/report.py to reports/NAME/README.md (with PNG plots), and prints the report's path.
+
+options:
+  --name NAME     report folder under reports/ (letters, digits, '.', '_', '-'; default
+                  run-YYYYmmdd-HHMMSS); an older report of the same name is replaced
+  --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+  -h, --help      this text
+  -- FLAGS...     passed to shardaccum_bench as they are (an option run.sh does not know is passed
+                  on too); see build/bench/shardaccum_bench --help
+
+examples:
+  scripts/run.sh
+  scripts/run.sh --name smoke -- --offload none --schedule sync
+  scripts/run.sh --name presets -- --preset fsdp2,zero3 --benchmark_repetitions=5
+  scripts/run.sh -- --list          (only lists the cases; no run, no report)
+
+environment: SHARDACCUM_JOBS=N limits parallel build jobs. NCCL_NVLS_ENABLE=0,
+TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
+
+exit status: 0 run and report written (a WRONG case is a result, not a failure: the known-incorrect
+strategies are meant to be caught); 1 the build, the run or the report failed; 2 bad arguments.
+EOF
+}
+
+t_start=$SECONDS
+name=""
+install=1
+[[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
+bench_args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --name) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--name needs a value"; name=$2; shift 2 ;;
+    --name=*) name=${1#--name=}; shift ;;
+    --no-install) install=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; bench_args+=("$@"); break ;;
+    *) bench_args+=("$1"); shift ;;
+  esac
+done
+
+[[ -n "$name" ]] || name="run-$(date +%Y%m%d-%H%M%S)"
+[[ "$name" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] \
+  || SA_DIE_CODE=2 sa_die "--name '$name': use letters, digits, '.', '_' and '-' (one folder name, starting with a letter or digit)"
+
+info_only=0       # --list / --help: show what shardaccum_bench says, no run and no report
+has_backend=0
+for a in ${bench_args[@]+"${bench_args[@]}"}; do
+  case "$a" in
+    --list|-h|--help) info_only=1 ;;
+    --backend|--backend=*) has_backend=1 ;;
+    --benchmark_out=*|--benchmark_out_format=*|--benchmark_out|--benchmark_out_format)
+      SA_DIE_CODE=2 sa_die "'$a': run.sh writes the JSON to reports/NAME/run.json itself (choose NAME with --name)" ;;
+  esac
+done
+backend_args=()
+(( has_backend )) || backend_args=(--backend auto)
+
+# 1. Dependencies, 2. build.
+if (( install )); then
+  "$SA_ROOT/scripts/install_deps.sh" --for run || sa_die "could not install what is missing (see above)"
+fi
+command -v cmake >/dev/null 2>&1 || sa_die "cmake is not installed (run scripts/install_deps.sh)"
+sa_build shardaccum_bench
+[[ -x "$SA_BENCH" ]] || sa_die "the build did not produce $SA_BENCH"
+
+if (( info_only )); then
+  exec "$SA_BENCH" ${backend_args[@]+"${backend_args[@]}"} "${bench_args[@]}"
+fi
+
+PY=$(sa_python run) || sa_die "no Python with $(sa_py_modules run) for the report tool: run scripts/install_deps.sh"
+
+# 3. What will run: shardaccum_bench validates every flag and names the backend before any work.
+list_err=$(mktemp)
+trap 'rm -f "$list_err"' EXIT
+if ! "$SA_BENCH" --list ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
+      >/dev/null 2>"$list_err"; then
+  cat "$list_err" >&2
+  SA_DIE_CODE=2 sa_die "shardaccum_bench rejected the arguments (see above; build/bench/shardaccum_bench --help)"
+fi
+summary_line=$(tail -n 1 "$list_err")               # "N cases on backend B"
+backend=$(sed -n 's/.* cases on backend \([a-z]*\).*/\1/p' <<<"$summary_line")
+n_cases=${summary_line%% *}
+gpus=$(sa_gpu_count)
+
+if [[ "$backend" == host ]]; then
+  if (( has_backend )); then
+    sa_banner "backend host (requested): times are host wall-clock, not GPU times."
+  elif (( gpus > 0 )); then
+    sa_banner "$gpus GPU(s) listed by nvidia-smi, but shardaccum_bench sees none: this build has no CUDA" \
+              "backend (nvcc not found when build/ was configured) or CUDA cannot use the GPUs." \
+              "Running the HOST backend: times are host wall-clock, not GPU times."
+  else
+    sa_banner "no GPU visible: running the host backend; times are host wall-clock, not GPU times." \
+              "(Ranks are threads on this CPU. Bytes, memory and correctness carry over to GPUs; times do not.)"
+  fi
+fi
+
+report_dir="reports/$name"
+mkdir -p "$SA_ROOT/$report_dir"
+[[ -e "$SA_ROOT/$report_dir/README.md" || -e "$SA_ROOT/$report_dir/run.json" ]] \
+  && sa_say "replacing the older report in $report_dir/"
+# Relative paths when run from the repository root, so the JSON and the report name them portably;
+# otherwise absolute, and shardaccum_bench runs in the caller's folder (relative --model FILE.json).
+if [[ "$PWD" == "$SA_ROOT" ]]; then out_json="$report_dir/run.json"; else out_json="$SA_ROOT/$report_dir/run.json"; fi
+
+sa_say "running $n_cases cases on backend $backend; results go to $report_dir/run.json"
+t_run=$SECONDS
+set +e
+"$SA_BENCH" ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
+  --benchmark_out="$out_json" --benchmark_out_format=json
+rc=$?
+set -e
+(( rc == 0 )) || sa_die "shardaccum_bench failed (exit $rc); no report written"
+[[ -s "$SA_ROOT/$report_dir/run.json" ]] || sa_die "shardaccum_bench exited 0 but wrote no $report_dir/run.json"
+sa_say "benchmark done in $(sa_elapsed "$t_run")"
+
+# Case summary (one line per case name; repetitions folded).
+"$PY" - "$SA_ROOT/$report_dir/run.json" <<'PYEOF' || sa_warn "could not summarise $report_dir/run.json"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+cases = {}
+for b in doc.get("benchmarks", []):
+    if b.get("run_type", "iteration") == "iteration":
+        cases.setdefault(b.get("run_name", b.get("name")), []).append(b)
+err = sum(1 for bs in cases.values() if any(b.get("error_occurred") for b in bs))
+ok = sum(1 for bs in cases.values() if not any(b.get("error_occurred") for b in bs) and all(b.get("correct") == 1 for b in bs))
+wrong = len(cases) - err - ok
+print(f"run.sh: {len(cases)} cases on backend {doc.get('context', {}).get('backend', '?')}: "
+      f"{ok} correct, {wrong} WRONG, {err} failed with an error")
+if wrong:
+    print("run.sh: WRONG is the oracle catching a known-incorrect strategy (offload `copy`, or mode `shape` with "
+          "an offload, on a schedule with more than one S), as DESIGN.md section 3 predicts")
+PYEOF
+
+# 4. The report, beside run.json (report.py keeps the files of its folder that are not its own).
+sa_say "writing the report ($PY scripts/report.py)"
+set +e
+readme=$(cd "$SA_ROOT" && MPLBACKEND=Agg "$PY" scripts/report.py "$report_dir/run.json" --name "$name" --out-dir reports)
+rc=$?
+set -e
+readme=${readme##*$'\n'}   # the path is the last line report.py prints
+if (( rc != 0 )); then
+  sa_die "scripts/report.py failed (exit $rc, see above); the results are kept in $report_dir/run.json"
+fi
+
+echo
+sa_say "done in $(sa_elapsed "$t_start")"
+echo "  results: $report_dir/run.json"
+echo "  report:  ${readme:-$report_dir/README.md}"
+if [[ "$backend" == host ]]; then
+  echo "  (backend host: every time in it is host wall-clock, not GPU time)"
+fi
