@@ -202,6 +202,8 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
   const auto t0 = Clock::now();
   loop();
   const double ms = ms_since(t0);
+  if (const trace::ThreadTrace* tt = trace::current())  // the CPU's work on the trace's host track
+    tt->complete("host", phase_name(p), "host", t0, Clock::now(), {{"op", op}});
   l.lock();
   if (in_step_) m_.phase_ms[static_cast<int>(p)] += ms;
   for (const Use& u : uses) {
@@ -293,6 +295,11 @@ void CudaRank::host_task(Event e, std::function<void()> task) {
     Lock l(mu_);
     ev = user_event(e, "host_task");
   }
+  if (const trace::ThreadTrace* tt = trace::current())  // the worker records into the same trace
+    task = [target = *tt, inner = std::move(task)] {
+      trace::ThreadTraceScope scope(target);
+      inner();
+    };
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   // At most `depth` tasks pending once this one is queued: each may hold a pinned staging.
   const uint64_t queued = tasks_queued_.load();
