@@ -35,22 +35,7 @@ struct Totals {
   StepMetrics sum;
   int steps = 0;
   void add(const StepMetrics& m) {
-    sum.step_ms += m.step_ms;
-    for (int p = 0; p < kPhaseCount; ++p) sum.phase_ms[p] += m.phase_ms[p];
-    sum.h2d_bytes += m.h2d_bytes;
-    sum.d2h_bytes += m.d2h_bytes;
-    sum.nccl_input_bytes += m.nccl_input_bytes;
-    sum.reduce_scatter_calls += m.reduce_scatter_calls;
-    sum.accumulate_bytes += m.accumulate_bytes;
-    sum.cpu_add_bytes += m.cpu_add_bytes;
-    sum.bytes_from_cupti = sum.bytes_from_cupti || m.bytes_from_cupti;
-    sum.accounted_h2d_bytes += m.accounted_h2d_bytes;
-    sum.accounted_d2h_bytes += m.accounted_d2h_bytes;
-    sum.nccl_kernel_ms += m.nccl_kernel_ms;
-    sum.accumulate_kernel_ms += m.accumulate_kernel_ms;
-    sum.generate_kernel_ms += m.generate_kernel_ms;
-    sum.peak_device_bytes = std::max(sum.peak_device_bytes, m.peak_device_bytes);
-    sum.peak_pinned_bytes = std::max(sum.peak_pinned_bytes, m.peak_pinned_bytes);
+    sum.fold(m, [](auto a, auto b) { return a + b; });
     ++steps;
   }
   double per_step(double v) const { return steps ? v / steps : 0; }

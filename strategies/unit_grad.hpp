@@ -5,7 +5,10 @@
 //   saved — the saved shard (accum dtype): device without offload, pinned host with it; carried
 //           between the sync micro-batches of a step, finalized, checked, then released.
 #include <cstdint>
+#include <exception>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "strategies/backend/backend.hpp"
 
@@ -41,5 +44,23 @@ struct AccumulationError : std::runtime_error {
 struct PeerFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// After the rank threads of a Backend::run ended: rethrows the failing rank's own error rather
+/// than a peer's PeerFailure (a PeerFailure only when nothing else failed); returns if none.
+inline void rethrow_root_cause(const std::vector<std::exception_ptr>& errors) {
+  std::exception_ptr first, peer;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const PeerFailure&) {
+      if (!peer) peer = e;
+    } catch (...) {
+      if (!first) first = e;
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  if (peer) std::rethrow_exception(peer);
+}
 
 }  // namespace shardaccum

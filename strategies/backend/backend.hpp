@@ -5,6 +5,7 @@
 // Two implementations: `host` (ranks are threads, arenas per memory space, the reference
 // semantics) and `cuda` (one GPU per rank, NCCL, CUDA memory pools). A Backend owns the world;
 // a RankBackend is one rank's view and is used only from that rank's thread.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -87,6 +88,25 @@ struct StepMetrics {
   bool bytes_from_cupti = false;
   uint64_t accounted_h2d_bytes = 0, accounted_d2h_bytes = 0;
   double nccl_kernel_ms = 0, accumulate_kernel_ms = 0, generate_kernel_ms = 0;
+
+  /// Folds `o` in field by field with `op` (a max over ranks, a sum over steps); the peaks always
+  /// take the max and bytes_from_cupti the or.
+  template <class Op>
+  void fold(const StepMetrics& o, Op op) {
+    step_ms = op(step_ms, o.step_ms);
+    for (int p = 0; p < kPhaseCount; ++p) phase_ms[p] = op(phase_ms[p], o.phase_ms[p]);
+    for (auto f : {&StepMetrics::h2d_bytes, &StepMetrics::d2h_bytes, &StepMetrics::nccl_input_bytes,
+                   &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
+                   &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
+                   &StepMetrics::accounted_d2h_bytes})
+      this->*f = op(this->*f, o.*f);
+    for (auto f : {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
+                   &StepMetrics::generate_kernel_ms})
+      this->*f = op(this->*f, o.*f);
+    peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
+    peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);
+    bytes_from_cupti = bytes_from_cupti || o.bytes_from_cupti;
+  }
   uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
 };
 

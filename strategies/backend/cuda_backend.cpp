@@ -776,18 +776,8 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
 // ---- CudaWorld ----------------------------------------------------------------------------------
 
 void rethrow_root(const std::vector<std::exception_ptr>& errors) {
-  std::exception_ptr first, peer;
-  for (const auto& e : errors) {
-    if (!e) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const PeerFailure&) {
-      if (!peer) peer = e;
-    } catch (...) {
-      if (!first) first = e;
-    }
-  }
-  std::rethrow_exception(first ? first : peer);
+  rethrow_root_cause(errors);
+  throw std::logic_error("rethrow_root called without an error");
 }
 
 CudaWorld::CudaWorld(const CudaBackendOptions& opts)

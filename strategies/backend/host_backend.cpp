@@ -314,20 +314,7 @@ class HostBackend final : public Backend {
       });
     }
     for (auto& t : threads) t.join();
-    // Report the failing rank's own error rather than a peer's "another rank failed".
-    std::exception_ptr first, peer;
-    for (auto& e : errors) {
-      if (!e) continue;
-      try {
-        std::rethrow_exception(e);
-      } catch (const PeerFailure&) {
-        if (!peer) peer = e;
-      } catch (...) {
-        if (!first) first = e;
-      }
-    }
-    if (first) std::rethrow_exception(first);
-    if (peer) std::rethrow_exception(peer);
+    rethrow_root_cause(errors);
   }
 
   nlohmann::json context() const override {
