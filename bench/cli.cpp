@@ -112,6 +112,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
   app.add_option("--cupti", o.cupti, "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records (slows NCCL "
                  "kernels, see README); off: the backend's own accounting (cuda)")->capture_default_str();
+  app.add_option("--trace-steps", o.trace_steps,
+                 "Measured steps per case that --trace records (0: all; 1: the step the report draws)")
+      ->capture_default_str();
   app.add_option("--trace", o.trace,
                  "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
                  "phases per rank, the backend's ops per stream) to this file");
@@ -139,6 +142,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   if (o.threads < 0) throw CliError("--threads must be >= 0");
+  if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
   if (!o.trace.empty()) {

@@ -23,6 +23,7 @@ struct BenchOptions {
   bool list = false;
   std::string cupti = "on";
   std::string trace;                        // --trace FILE.json: the built-in trace; empty: none
+  int trace_steps = 0;                      // --trace-steps N: measured steps traced per case; 0: all
   std::string ceilings = "on";              // --ceilings off: skip the cuda backend's ceilings
   std::vector<std::string> config_dirs;
   std::vector<std::string> benchmark_args;  // argv[0] and every --benchmark_* flag

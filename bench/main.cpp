@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
   if (!opts.trace.empty()) {
     recorder = std::make_unique<trace::TraceRecorder>();
     recorder->set_first_recorded_step(static_cast<uint32_t>(opts.warmup));
+    recorder->set_recorded_step_count(static_cast<uint32_t>(opts.trace_steps));
     recorder->set_metadata("backend", choice.name);
     recorder->set_metadata("time_domain",
                            choice.name == "cuda" ? "host steady clock (NVTX phases, host work); GPU "

@@ -77,8 +77,13 @@ class TraceRecorder {
   /// Steps numbered below `first` are not recorded (the warm-up steps of each case, which the
   /// bench numbers 0..warmup-1). Default 0: every step.
   void set_first_recorded_step(uint32_t first) { first_step_ = first; }
+  /// At most `count` steps from the first recorded one (0: no limit), e.g. 1 for the step the
+  /// report draws: the trace of a whole matrix then stays a few MB.
+  void set_recorded_step_count(uint32_t count) { step_count_ = count; }
   /// Whether step number `step` of a case is to be recorded.
-  bool records_step(uint32_t step) const { return step >= first_step_; }
+  bool records_step(uint32_t step) const {
+    return step >= first_step_ && (step_count_ == 0 || step - first_step_ < step_count_);
+  }
 
   /// Number of events so far. Thread-safe.
   size_t size() const;
@@ -92,7 +97,7 @@ class TraceRecorder {
 
  private:
   Clock::time_point origin_;
-  std::atomic<uint32_t> first_step_{0};
+  std::atomic<uint32_t> first_step_{0}, step_count_{0};
   mutable std::mutex mu_;
   std::vector<TraceEvent> events_;
   nlohmann::json other_ = nlohmann::json::object();

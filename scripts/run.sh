@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/run.sh [--name NAME] [--no-install] [-- SHARDACCUM_BENCH_FLAGS...]
+usage: scripts/run.sh [--name NAME] [--no-install] [--no-trace | --full-trace] [-- SHARDACCUM_BENCH_FLAGS...]
 
 The main job of shardaccum, the first command to run on a fresh machine:
   1. installs what is missing (scripts/install_deps.sh --for run; nothing when all is there),
@@ -17,16 +17,23 @@ The main job of shardaccum, the first command to run on a fresh machine:
   3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
      visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
      every strategy and schedule, about 65 s on 2 cores), whose times are host wall-clock,
-  4. writes the Google Benchmark JSON to reports/NAME/run.json and the report made from it by
-     scripts/report.py to reports/NAME/README.md (with PNG plots), and prints the report's path.
+  4. writes the Google Benchmark JSON to reports/NAME/run.json, a Perfetto/Chrome trace to
+     reports/NAME/trace.json (shardaccum_bench --trace, kept to the first measured step of every
+     case on every rank: about 6 MB for the default host matrix instead of 18 MB), and the report
+     made from them by scripts/report.py to reports/NAME/README.md (with PNG plots, among them a
+     timeline of one step per case drawn from the trace), and prints the report's path.
 
 options:
   --name NAME     report folder under reports/ (letters, digits, '.', '_', '-'; default
                   run-YYYYmmdd-HHMMSS); an older report of the same name is replaced
   --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+  --no-trace      write no trace (reports/NAME/trace.json); the report then has no timeline
+  --full-trace    keep every measured step of every case in the trace (about 3 times larger
+                  with the default 3 measured steps; open it in ui.perfetto.dev)
   -h, --help      this text
   -- FLAGS...     passed to shardaccum_bench as they are (an option run.sh does not know is passed
-                  on too); see build/bench/shardaccum_bench --help
+                  on too); see build/bench/shardaccum_bench --help. With --trace FILE among them,
+                  the trace goes to FILE, whole, and the report draws from it
 
 examples:
   scripts/run.sh
@@ -45,6 +52,7 @@ EOF
 t_start=$SECONDS
 name=""
 install=1
+trace_mode=first   # first: the first measured step of each case; full: every step; none: no trace
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 bench_args=()
 while [[ $# -gt 0 ]]; do
@@ -52,6 +60,8 @@ while [[ $# -gt 0 ]]; do
     --name) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--name needs a value"; name=$2; shift 2 ;;
     --name=*) name=${1#--name=}; shift ;;
     --no-install) install=0; shift ;;
+    --no-trace) trace_mode=none; shift ;;
+    --full-trace) trace_mode=full; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
     *) bench_args+=("$1"); shift ;;
@@ -64,10 +74,15 @@ done
 
 info_only=0       # --list / --help: show what shardaccum_bench says, no run and no report
 has_backend=0
+user_trace=""     # the FILE of a --trace FILE given after --
+prev=""
 for a in ${bench_args[@]+"${bench_args[@]}"}; do
+  [[ "$prev" == --trace ]] && user_trace=$a
+  prev=$a
   case "$a" in
     --list|-h|--help) info_only=1 ;;
     --backend|--backend=*) has_backend=1 ;;
+    --trace=*) user_trace=${a#--trace=} ;;
     --benchmark_out=*|--benchmark_out_format=*|--benchmark_out|--benchmark_out_format)
       SA_DIE_CODE=2 sa_die "'$a': run.sh writes the JSON to reports/NAME/run.json itself (choose NAME with --name)" ;;
   esac
@@ -122,17 +137,42 @@ mkdir -p "$SA_ROOT/$report_dir"
 # Relative paths when run from the repository root, so the JSON and the report name them portably;
 # otherwise absolute, and shardaccum_bench runs in the caller's folder (relative --model FILE.json).
 if [[ "$PWD" == "$SA_ROOT" ]]; then out_json="$report_dir/run.json"; else out_json="$SA_ROOT/$report_dir/run.json"; fi
+# The trace: reports/NAME/trace.json, which the report finds beside run.json; or the user's --trace FILE.
+# An older report's trace goes first, so that the report never draws another run's steps.
+rm -f "$SA_ROOT/$report_dir/trace.json"
+trace_args=()
+report_trace_args=()
+if [[ -n "$user_trace" ]]; then
+  [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
+  trace_mode=user
+  [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the repository root
+  report_trace_args=(--trace "$user_trace")
+elif [[ "$trace_mode" != none ]]; then
+  trace_args=(--trace "${out_json%run.json}trace.json")
+  # The first measured step of each case (the step the report draws) unless --full-trace.
+  [[ "$trace_mode" == full ]] || trace_args+=(--trace-steps 1)
+fi
 
 sa_say "running $n_cases cases on backend $backend; results go to $report_dir/run.json"
 t_run=$SECONDS
 set +e
 "$SA_BENCH" ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
-  --benchmark_out="$out_json" --benchmark_out_format=json
+  ${trace_args[@]+"${trace_args[@]}"} --benchmark_out="$out_json" --benchmark_out_format=json
 rc=$?
 set -e
 (( rc == 0 )) || sa_die "shardaccum_bench failed (exit $rc); no report written"
 [[ -s "$SA_ROOT/$report_dir/run.json" ]] || sa_die "shardaccum_bench exited 0 but wrote no $report_dir/run.json"
 sa_say "benchmark done in $(sa_elapsed "$t_run")"
+
+trace_file="$SA_ROOT/$report_dir/trace.json"
+[[ "$trace_mode" == user ]] && trace_file=$user_trace
+if [[ "$trace_mode" != none ]]; then
+  if [[ -s "$trace_file" ]]; then
+    sa_say "trace: ${trace_file#"$SA_ROOT/"} ($(du -h "$trace_file" | cut -f1); open it in ui.perfetto.dev)"
+  else
+    sa_warn "shardaccum_bench wrote no trace ${trace_file#"$SA_ROOT/"}: the report has no timeline"
+  fi
+fi
 
 # Case summary (one line per case name; repetitions folded).
 "$PY" - "$SA_ROOT/$report_dir/run.json" <<'PYEOF' || sa_warn "could not summarise $report_dir/run.json"
@@ -155,7 +195,8 @@ PYEOF
 # 4. The report, beside run.json (report.py keeps the files of its folder that are not its own).
 sa_say "writing the report ($PY scripts/report.py)"
 set +e
-readme=$(cd "$SA_ROOT" && MPLBACKEND=Agg "$PY" scripts/report.py "$report_dir/run.json" --name "$name" --out-dir reports)
+readme=$(cd "$SA_ROOT" && MPLBACKEND=Agg "$PY" scripts/report.py "$report_dir/run.json" \
+           ${report_trace_args[@]+"${report_trace_args[@]}"} --name "$name" --out-dir reports)
 rc=$?
 set -e
 readme=${readme##*$'\n'}   # the path is the last line report.py prints
@@ -166,6 +207,7 @@ fi
 echo
 sa_say "done in $(sa_elapsed "$t_start")"
 echo "  results: $report_dir/run.json"
+[[ "$trace_mode" != none && -s "$trace_file" ]] && echo "  trace:   ${trace_file#"$SA_ROOT/"}"
 echo "  report:  ${readme:-$report_dir/README.md}"
 if [[ "$backend" == host ]]; then
   echo "  (backend host: every time in it is host wall-clock, not GPU time)"

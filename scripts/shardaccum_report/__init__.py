@@ -5,8 +5,9 @@ Modules, one concept each:
   case      a case's identity: the key:value parts of a benchmark name, strategies, presets, schedules
   counters  the counter vocabulary: phases, measured/predicted pairs, ceiling fractions, units
   loading   reading and validating benchmark JSON into runs, cases and repetitions
+  trace     reading the Perfetto/Chrome trace of shardaccum_bench --trace: one step per case
   tables    Markdown tables of cases
-  plots/    one PNG per view (phases, memory, traffic, Pareto, correctness, ceilings, scaling)
+  plots/    one PNG per view (phases, timeline, memory, traffic, Pareto, correctness, ceilings, scaling)
   report    assembling reports/NAME/README.md
   compare   baseline against candidate: ratios, Mann-Whitney U, regressions
   atomic    writes that never leave a half-written file or report

@@ -19,7 +19,8 @@ REPORT_EPILOG = """\
 The report folder holds README.md (Markdown tables, readable on GitHub as it is) and PNG plots:
 step time by phase, peak device/pinned memory and PCIe bytes measured beside predicted, memory
 against step time with the Pareto front, the correctness matrix, phases against measured ceilings
-(cuda runs), and scaling with K and world size when the inputs hold several.
+(cuda runs), scaling with K and world size when the inputs hold several, and a timeline of one step
+per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one).
 Host-backend runs are marked: their times are host wall-clock, not GPU time.
 
 The folder is written in full beside its place and renamed into it, so a report is never half
@@ -27,10 +28,11 @@ written; an older report of the same name is replaced.
 
 example:
   python scripts/report.py run.json --name h200x2-llama2-7b
+  python scripts/report.py run.json --trace trace.json --name with-timeline
   python scripts/report.py w2.json w4.json --name scaling --out-dir /tmp/reports
 
-exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON, no benchmarks, bad --name),
-3 internal error."""
+exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, no benchmarks, bad
+--name), 3 internal error."""
 
 COMPARE_EPILOG = """\
 Cases are matched by their name's axes. For each, ratio = candidate / baseline of the metric's median
@@ -75,6 +77,10 @@ def report_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="report folder name (letters, digits, '.', '_', '-')")
     p.add_argument("--out-dir", default="reports", type=Path,
                    help="where the report folder goes (default: reports)")
+    p.add_argument("--trace", action="append", metavar="TRACE.json",
+                   help="a Perfetto/Chrome trace of the run (shardaccum_bench --trace TRACE.json): the report draws "
+                        "one step per case from it as a timeline; repeat for several traces. Default: trace.json "
+                        "beside the input when there is one input (scripts/run.sh writes it there)")
     return p
 
 
@@ -125,7 +131,7 @@ def report_main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from .report import build_report
-        print(build_report(args.runs, args.name, args.out_dir))
+        print(build_report(args.runs, args.name, args.out_dir, args.trace))
         return EXIT_OK
 
     return _guard("report.py", body)

@@ -13,13 +13,26 @@ from pathlib import Path
 
 from . import analysis, tables
 from .atomic import atomic_directory
-from .case import Group, schedule_display
+from .case import Group, schedule_display, schedule_sort_key
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
 from .loading import Case, Run, RunFile, load_runs
-from .plots import plot_ceilings, plot_correctness, plot_measured_predicted, plot_pareto, plot_scaling, plot_step_phases
+from .plots import (
+    TimelinePanel,
+    TimelineRow,
+    plot_ceilings,
+    plot_correctness,
+    plot_measured_predicted,
+    plot_pareto,
+    plot_scaling,
+    plot_step_phases,
+    plot_timeline,
+)
+from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE
+from .trace import StepTimeline, TraceSet, load_trace
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+TRACE_NAME = "trace.json"  # looked for beside a single input (scripts/run.sh writes reports/NAME/trace.json)
 
 
 def check_name(name: str) -> str:
@@ -30,18 +43,31 @@ def check_name(name: str) -> str:
     return name
 
 
-def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "reports") -> Path:
+def find_trace(paths: list[str | Path]) -> Path | None:
+    """The trace.json beside the one input file, or None (none there, or several inputs)."""
+    if len(paths) != 1:
+        return None
+    candidate = Path(paths[0]).parent / TRACE_NAME
+    return candidate if candidate.is_file() else None
+
+
+def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "reports",
+                 traces: list[str | Path] | None = None) -> Path:
     """Reads the files, writes OUT_DIR/NAME/README.md with its PNGs, and returns the README's path.
 
+    `traces` are Perfetto/Chrome traces of shardaccum_bench --trace whose steps are drawn as
+    timelines; when none is given, a trace.json beside a single input file is used if there is one.
     The folder is written complete in a temporary beside it and then renamed into place, replacing
-    an older report of the same name. Raises InputError for a bad name or input file (see
-    loading.load_runs) and OSError when the output cannot be written.
+    an older report of the same name. Raises InputError for a bad name, input file or trace (see
+    loading.load_runs, trace.load_trace) and OSError when the output cannot be written.
     """
     check_name(name)
     run = load_runs(paths)
+    found = None if traces else find_trace(paths)
+    trace_set = TraceSet([load_trace(t) for t in (traces or ([found] if found else []))], found is not None)
     target = Path(out_dir) / name
     with atomic_directory(target) as tmp:
-        (tmp / "README.md").write_text(render(run, name, tmp), encoding="utf-8")
+        (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target), encoding="utf-8")
     return target / "README.md"
 
 
@@ -57,8 +83,11 @@ def _file_for(run: Run, case: Case) -> RunFile:
     return next(f for f in run.files if f.path == case.source)
 
 
-def render(run: Run, name: str, folder: Path) -> str:
-    """The README text; writes the PNGs into `folder` as a side effect."""
+def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, target: Path | None = None) -> str:
+    """The README text; writes the PNGs into `folder` as a side effect. `target` is where the folder
+    will end up (to link a trace inside it relatively)."""
+    traces = traces if traces is not None else TraceSet()
+    target = target if target is not None else folder
     time_label = run.time_label
     out: list[str] = [f"# shardaccum report: {name}\n"]
     out.append(_banner(run))
@@ -66,9 +95,10 @@ def render(run: Run, name: str, folder: Path) -> str:
     groups = run.groups()
     out.append(_summary(run, groups))
     for group, cases in groups.items():
-        out.append(_group_section(run, group, cases, folder, time_label))
+        out.append(_group_section(run, group, cases, folder, time_label, traces, target))
+    out.append(_trace_only_sections(run, folder, traces, target))
     out.append(_scaling_section(run, folder, time_label))
-    out.append(_notes(run, name))
+    out.append(_notes(run, name, traces))
     return "\n".join(part for part in out if part)
 
 
@@ -155,7 +185,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
     return "\n".join(out)
 
 
-def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time_label: str) -> str:
+def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time_label: str, traces: TraceSet,
+                   target: Path) -> str:
     slug = group.slug
     reps = sorted({c.repetition_count for c in cases if c.error is None})
     out = [f"## {group.title}\n"]
@@ -172,6 +203,9 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     notes = analysis.missing_notes(cases, [STEP] + [p.counter for p in PHASES])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
     out.append(_details("Table: step time and phases (ms)", tables.phase_table(cases)))
+
+    out.append("### Timeline of one step\n")
+    out.append(_timeline_part(group, cases, folder, traces, target, run.backend))
 
     out.append("### Peak memory\n")
     png = plot_measured_predicted(cases, MEMORY_PAIRS, folder / f"{slug}.memory.png", group.title)
@@ -284,14 +318,139 @@ def _scaling_section(run: Run, folder: Path, time_label: str) -> str:
     return "\n".join(out)
 
 
-def _notes(run: Run, name: str) -> str:
+def _notes(run: Run, name: str, traces: TraceSet) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of DESIGN.md §3.",
            "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
            "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
-    out += [f"- {tables.escape(n)}" for n in run.notes]
+    out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes]
     inputs = " ".join(f.path for f in run.files)
-    out.append(f"\nRegenerate: `python scripts/report.py {inputs} --name {name}`\n")
+    given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
+    out.append(f"\nRegenerate: `python scripts/report.py {inputs}{given} --name {name}`\n")
+    return "\n".join(out)
+
+
+# --- Timeline of one step (from the trace) -----------------------------------------------------------
+
+HOW_TO_TRACE = ("`scripts/run.sh` writes one (`reports/NAME/trace.json`, which the report finds beside "
+                "`run.json`); or run `shardaccum_bench ... --trace trace.json` and give it to this tool with "
+                "`--trace trace.json` (a `trace.json` beside a single input JSON is found without it).")
+
+
+def _trace_link(path: str, target: Path) -> str:
+    p = Path(path)
+    try:
+        inside = p.resolve().parent == target.resolve()
+    except OSError:
+        inside = False
+    return f"[`{p.name}`]({p.name})" if inside else f"`{tables.escape(path)}`"
+
+
+def _timeline_rows(steps: list[StepTimeline], by_key: dict) -> list[TimelinePanel]:
+    """Panels by schedule (report order), rows by strategy; each row judged by the run JSON's case."""
+    per_schedule: dict[str, list[StepTimeline]] = {}
+    for st in steps:
+        per_schedule.setdefault(st.key.schedule if st.key else "", []).append(st)
+    panels = []
+    for schedule in sorted(per_schedule, key=lambda s: (s == "", schedule_sort_key(s) if s else ())):
+        rows = []
+        for st in sorted(per_schedule[schedule], key=lambda st: (st.key.strategy.sort_key if st.key else (),
+                                                                   st.case_name)):
+            case = by_key.get(st.key) if st.key else None
+            label = st.key.strategy.display if st.key else st.case_name
+            rows.append(TimelineRow(label, st, case.status if case else "missing",
+                                    case.max_rel_err if case else None))
+        title = (f"schedule {schedule_display(schedule)}" if schedule else "cases whose names this tool cannot read")
+        panels.append(TimelinePanel(title, rows))
+    return panels
+
+
+def _timeline_figures(panels: list[TimelinePanel], folder: Path, slug: str, title: str,
+                      time_label: str) -> list[tuple[str, Path]]:
+    """One PNG for all panels when they are few, else one per schedule: [(alt text, path)]."""
+    if sum(len(p.rows) for p in panels) <= ROWS_PER_FIGURE:
+        path = plot_timeline(panels, folder / f"{slug}.timeline.png", title, time_label)
+        return [(f"Timeline of one step per case, {time_label}", path)]
+    written = []
+    for p in panels:
+        schedule = p.rows[0].timeline.key.schedule if p.rows[0].timeline.key else "other"
+        path = plot_timeline([p], folder / f"{slug}.timeline-{schedule}.png", f"{title} · {p.title}", time_label)
+        written.append((f"Timeline of one step, {p.title}, {time_label}", path))
+    return written
+
+
+def _timeline_text(panels: list[TimelinePanel], traces: TraceSet, target: Path, backend: str | None) -> str:
+    links = ", ".join(_trace_link(p, target) for p in traces.paths)
+    other = sorted(traces.backends - {backend}) if backend else []
+    mismatch = (f" **The trace is of backend {', '.join(other)}, the run JSON of backend {backend}: they come from "
+                "different runs.**" if other else "")
+    found = " (found beside the input)" if traces.found_beside_input else ""
+    return (f"From the trace {links}{found}: for each case, the first measured step of rank 0, in ms from the "
+            f"step's start ({traces.time_label}); one time axis per schedule. Lanes, top down: the micro-batches "
+            "(dark S = sync, light n = no-sync), the units, the phases (NVTX ranges, coloured as in the step-time "
+            "plot), then the host and each stream with the ops that ran on it. A black line ends the step; WRONG "
+            f"cases have a red title on pink. Events shorter than {100 * MIN_WIDTH:g}% of the axis are drawn that "
+            "wide so they stay visible. Every rank and step: open the trace in "
+            f"[ui.perfetto.dev](https://ui.perfetto.dev).{mismatch}\n")
+
+
+def _timeline_part(group: Group, cases: list[Case], folder: Path, traces: TraceSet, target: Path,
+                   backend: str | None) -> str:
+    if not traces:
+        return f"No trace given. {HOW_TO_TRACE}\n"
+    steps = [st for st in traces.steps.values() if st.key is not None and st.key.group == group]
+    if not steps:
+        return (f"The trace ({', '.join(_trace_link(p, target) for p in traces.paths)}) has no case of this group "
+                f"(it holds {len(traces.steps)} other case{'s' if len(traces.steps) != 1 else ''}).\n")
+    panels = _timeline_rows(steps, {c.key: c for c in cases})
+    out = [_image(alt, path) for alt, path in _timeline_figures(panels, folder, group.slug, group.title,
+                                                               traces.time_label)]
+    out.append(_timeline_text(panels, traces, target, backend))
+    traced = {st.key for st in steps}
+    untraced = [c for c in cases if c.key not in traced]
+    extra = [st for st in steps if st.key not in {c.key for c in cases}]
+    if untraced:
+        listed = "; ".join(f"{c.key.schedule} {c.key.strategy.display}" for c in untraced[:6])
+        more = f" and {len(untraced) - 6} more" if len(untraced) > 6 else ""
+        out.append(f"- {len(untraced)} case{'s' if len(untraced) != 1 else ''} of the run JSON "
+                   f"{'are' if len(untraced) != 1 else 'is'} not in the trace: {tables.escape(listed)}{more}.")
+    if extra:
+        out.append(f"- {len(extra)} case{'s' if len(extra) != 1 else ''} of the trace "
+                   f"{'are' if len(extra) != 1 else 'is'} not in the run JSON: drawn, marked *not in the run JSON*.")
+    if untraced or extra:
+        out.append("")
+    rows = []
+    by_key = {c.key: c for c in cases}
+    for panel in panels:
+        for r in panel.rows:
+            st, case = r.timeline, by_key.get(r.timeline.key)
+            rows.append([schedule_display(st.key.schedule), tables.escape(r.label), str(st.step), str(st.rank),
+                         tables.fmt_ms(st.dur_ms), tables.fmt_ms(case.value("step_ms")) if case else tables.MISSING,
+                         tables.result_cell(case) if case else "not in the run JSON"])
+    out.append(_details("Table: the drawn step of each case (ms)",
+                        tables.md_table(["schedule", "strategy", "step", "rank", "step in the trace (ms)",
+                                         "step_ms in the JSON (median)", "result"], rows, right={2, 3, 4, 5})))
+    return "\n".join(out)
+
+
+def _trace_only_sections(run: Run, folder: Path, traces: TraceSet, target: Path) -> str:
+    """Sections for the trace's cases of groups the run JSON does not have (drawn all the same)."""
+    groups = set(run.groups())
+    extra: dict[Group | None, list[StepTimeline]] = {}
+    for st in traces.steps.values():
+        g = st.key.group if st.key is not None else None
+        if g not in groups:
+            extra.setdefault(g, []).append(st)
+    out = []
+    for g in sorted(extra, key=lambda g: (g is None, g.sort_key if g else ())):
+        title = g.title if g else "cases whose names this tool cannot read"
+        slug = g.slug if g else "unparsed"
+        out.append(f"## {title} (only in the trace)\n")
+        out.append("### Timeline of one step\n")
+        out.append("The run JSON has no case of this group; the trace's cases are drawn without a result.\n")
+        panels = _timeline_rows(extra[g], {})
+        out += [_image(alt, path) for alt, path in _timeline_figures(panels, folder, slug, title, traces.time_label)]
+        out.append(_timeline_text(panels, traces, target, run.backend))
     return "\n".join(out)

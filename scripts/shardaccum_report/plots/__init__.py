@@ -10,6 +10,7 @@ from .measured_predicted import plot_measured_predicted
 from .pareto import plot_pareto
 from .phases import plot_step_phases
 from .scaling import plot_scaling
+from .timeline import TimelinePanel, TimelineRow, plot_timeline
 
 __all__ = ["plot_ceilings", "plot_correctness", "plot_measured_predicted", "plot_pareto", "plot_step_phases",
-           "plot_scaling"]
+           "plot_scaling", "plot_timeline", "TimelinePanel", "TimelineRow"]
