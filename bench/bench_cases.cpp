@@ -19,10 +19,12 @@ double reduce_scatter_busbw_gbps(double bytes, double ms, int n) {
 namespace {
 
 struct Progress {
-  size_t total = 0, done = 0;
+  size_t total = 0, done = 0, failed = 0;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   void case_done(const std::string& name, bool ok) {
     ++done;
+    failed += ok ? 0 : 1;
+    total = std::max(total, done);  // Google Benchmark's own warm-up may call a case again
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta = done ? el / done * (total - done) : 0;
     std::fprintf(stderr, "[%zu/%zu] %s %s  (elapsed %.0f s, about %.0f s left)\n", done, total,
@@ -138,6 +140,8 @@ Progress& progress_state() {
 }  // namespace
 
 void set_progress_total(size_t total) { progress_state().total = total; }
+
+RunTally run_tally() { return {progress_state().done, progress_state().failed}; }
 
 void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings) {
   Progress& progress = progress_state();

@@ -21,6 +21,12 @@ void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& set
 /// The number of case runs the progress line counts down (cases x repetitions after the filter).
 void set_progress_total(size_t total);
 
+/// Case runs finished so far, and how many of them ended with an error.
+struct RunTally {
+  size_t done = 0, failed = 0;
+};
+RunTally run_tally();
+
 /// nccl-tests' bus bandwidth of a reduce-scatter (doc/PERFORMANCE.md): algbw = input bytes per
 /// rank / time, busbw = algbw * (N-1)/N. `bytes` per rank, `ms` milliseconds; returns GB/s (1e9).
 double reduce_scatter_busbw_gbps(double bytes, double ms, int world_size);

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <climits>
+#include <thread>
 #include <filesystem>
 #include <iostream>
 #include <unistd.h>
@@ -68,7 +70,7 @@ int parse_int(const std::string& s, const char* flag) {
   try {
     size_t pos = 0;
     const long v = std::stol(s, &pos);
-    if (pos == s.size()) return static_cast<int>(v);
+    if (pos == s.size() && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
   } catch (...) {
   }
   throw CliError(std::string(flag) + ": '" + s + "' is not an integer");
@@ -84,6 +86,16 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   std::vector<std::string> ours;
   for (int i = argc - 1; i >= 1; --i) {
     const std::string a = argv[i];
+    if (a.rfind("--benchmark_", 0) == 0 && a.find('=') == std::string::npos &&
+        a != "--benchmark_list_tests" && a != "--benchmark_counters_tabular" &&
+        a != "--benchmark_report_aggregates_only" && a != "--benchmark_display_aggregates_only" &&
+        a != "--benchmark_enable_random_interleaving")
+      throw CliError(a + " needs its value after '=' (Google Benchmark's flags are --benchmark_NAME=VALUE)");
+    if (a.rfind("--benchmark_repetitions=", 0) == 0 && std::atol(a.c_str() + 24) < 1)
+      throw CliError(a + ": give at least 1 repetition");
+    if (a.rfind("--benchmark_out_format=", 0) == 0 && a != "--benchmark_out_format=json" &&
+        a != "--benchmark_out_format=csv" && a != "--benchmark_out_format=console")
+      throw CliError(a + ": expected json, csv or console");
     if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
     else ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
   }
@@ -141,7 +153,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
-  if (o.threads < 0) throw CliError("--threads must be >= 0");
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads < 0 || o.threads > 4 * hw)
+    throw CliError("--threads " + std::to_string(o.threads) + ": give 0 (cores / world size) to " +
+                   std::to_string(4 * hw) + " (4x the " + std::to_string(hw) + " hardware threads)");
   if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
@@ -177,6 +192,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     }
   }
   if (o.world_sizes.empty()) a.world_sizes = {default_world};
+  else if (split_all(o.world_sizes).empty()) throw CliError("--world-size is empty: give e.g. 2 or 1,2,4");
   for (const auto& w : split_all(o.world_sizes)) {
     const int n = parse_int(w, "--world-size");
     if (n < 1) throw CliError("--world-size " + w + ": need at least 1 rank");
@@ -197,6 +213,10 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
       throw CliError(e.what());
     }
   }
+  const bool axes_given = o.bindings != std::vector<std::string>{"all"} ||
+                          o.offloads != std::vector<std::string>{"all"} || o.modes != std::vector<std::string>{"all"};
+  if (!o.presets.empty() && axes_given)
+    throw CliError("--preset replaces --binding/--offload/--mode: give either presets or the three axes");
   if (!o.presets.empty()) {
     for (const auto& p : expand(o.presets, kPresets, "--preset")) a.strategies.push_back(preset(p));
   } else {

@@ -4,10 +4,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <cmath>
+#include <map>
 #include <set>
 #include <unistd.h>
 
@@ -35,10 +39,56 @@ std::string run_git_commit() {
   return SHARDACCUM_GIT_COMMIT;
 }
 
+/// The temporary --benchmark_out file, removed if the run is interrupted (SIGINT, SIGTERM).
+char g_tmp_path[4096] = {};
+void on_signal(int sig) {
+  if (g_tmp_path[0]) unlink(g_tmp_path);  // async-signal-safe
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+void install_cleanup(const std::string& tmp) {
+  std::snprintf(g_tmp_path, sizeof g_tmp_path, "%s", tmp.c_str());
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+}
+
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
   for (const auto& a : args)
     if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
   return {};
+}
+
+/// Checks before any work that every case can be judged and fits. Throws CliError naming the flag.
+void validate_cases(const std::vector<CaseSpec>& cases, const BackendChoice& choice) {
+  if (cases.empty()) throw CliError("no case to run: an axis flag is empty");
+  std::set<std::string> names;
+  std::map<std::string, const Layout*> layouts;
+  uint64_t host_bytes = 0;
+  for (const auto& c : cases) {
+    const auto [it, fresh] = layouts.emplace(c.layout->name, c.layout.get());
+    if (!fresh && it->second != c.layout.get())
+      throw CliError("--model: two layouts are both named '" + c.layout->name +
+                     "' (same file stem); rename one so their cases can be told apart");
+    if (!names.insert(c.name()).second)
+      throw CliError("case " + c.name() + " is listed twice: remove the repeated value from its axis flag");
+    const int k = c.schedule.k();
+    if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size))
+      throw CliError("--dtype " + c.dtypes.name() + " with --gen " + (c.gen == GenMode::dyadic ? "dyadic" : "random") +
+                     ", K=" + std::to_string(k) + ", world size " + std::to_string(c.world_size) +
+                     ": the oracle's error bound (" + std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
+                     ") is too loose to tell a lost micro-batch (error about " + std::to_string(std::sqrt(1.0 / k)) +
+                     ") from rounding; use --dtype fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
+    if (choice.name == "host") {  // the host backend holds every rank's memory in this process
+      const Prediction p = predict(c.plan(), c.world_size);
+      host_bytes = std::max(host_bytes, (p.peak_device_bytes + p.peak_pinned_bytes) * c.world_size);
+    }
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const uint64_t avail = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
+  if (avail && host_bytes > avail)
+    throw CliError("--model/--world-size: the largest case needs " + std::to_string(host_bytes >> 20) +
+                   " MiB on the host backend (every rank's gradients, by the model) but " +
+                   std::to_string(avail >> 20) + " MiB are free; use a smaller --model or --world-size");
 }
 
 }  // namespace
@@ -52,6 +102,7 @@ int main(int argc, char** argv) {
     choice = choose_backend(opts.backend);
     const MatrixAxes axes = resolve_axes(opts, choice.default_model, choice.default_world, choice.max_world);
     cases = build_matrix(axes);
+    validate_cases(cases, choice);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardaccum_bench: error: %s\n", e.what());
     return 2;
@@ -79,8 +130,19 @@ int main(int argc, char** argv) {
                      dir.c_str());
         return 2;
       }
+      if (std::filesystem::is_directory(out_path) || out_path.back() == '/') {
+        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out=%s is a directory; give a file name such as run.json\n",
+                     out_path.c_str());
+        return 2;
+      }
+      if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' is not writable\n",
+                     dir.empty() ? "." : dir.c_str());
+        return 2;
+      }
       tmp_path = out_path + ".tmp." + std::to_string(getpid());
       a = "--benchmark_out=" + tmp_path;
+      install_cleanup(tmp_path);
     }
 
   std::vector<char*> bargv;
@@ -114,17 +176,28 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");
   benchmark::AddCustomContext("git_commit", run_git_commit());
   benchmark::AddCustomContext("command", opts.command_line);
-  benchmark::AddCustomContext("k", std::to_string(opts.k));
   benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
   benchmark::AddCustomContext("measured_steps", std::to_string(opts.steps));
-  std::string models, worlds;
+  // The distinct values of the axes the report names in its header, in first-seen order.
+  std::vector<std::string> models, worlds, ks;
+  const auto note = [](std::vector<std::string>& v, const std::string& x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
   for (const auto& c : cases) {
-    if (models.find(c.layout->name) == std::string::npos) models += (models.empty() ? "" : ",") + c.layout->name;
-    const std::string w = std::to_string(c.world_size);
-    if (("," + worlds + ",").find("," + w + ",") == std::string::npos) worlds += (worlds.empty() ? "" : ",") + w;
+    note(models, c.layout->name);
+    note(worlds, std::to_string(c.world_size));
+    note(ks, std::to_string(c.schedule.k()));
   }
-  benchmark::AddCustomContext("model", models);
-  benchmark::AddCustomContext("world_size", worlds);
+  const auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s;
+  };
+  benchmark::AddCustomContext("model", joined(models));
+  benchmark::AddCustomContext("world_size", joined(worlds));
+  benchmark::AddCustomContext("k", joined(ks));
+  benchmark::AddCustomContext("gen", opts.gen);
+  benchmark::AddCustomContext("seed", std::to_string(opts.seed));
   if (choice.name == "host") {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -185,6 +258,18 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
+  // Nothing ran (a filter that matches nothing, --benchmark_list_tests): keep any older result.
+  const RunTally tally = run_tally();
+  if (tally.done == 0) {
+    if (!tmp_path.empty()) std::filesystem::remove(tmp_path);
+    const bool listing = flag_value(opts.benchmark_args, "--benchmark_list_tests") == "true" ||
+                         std::find(opts.benchmark_args.begin(), opts.benchmark_args.end(),
+                                   "--benchmark_list_tests") != opts.benchmark_args.end();
+    if (listing) return 0;
+    std::fprintf(stderr, "shardaccum_bench: error: no case ran (does --benchmark_filter match any name? see "
+                         "--list); %s\n", out_path.empty() ? "nothing written" : ("left " + out_path + " as it was").c_str());
+    return 2;
+  }
   if (!tmp_path.empty()) {
     std::error_code ec;
     std::filesystem::rename(tmp_path, out_path, ec);
@@ -205,6 +290,10 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "shardaccum_bench: wrote trace %s (%zu events; open in ui.perfetto.dev)\n",
                  opts.trace.c_str(), recorder->size());
+  }
+  if (tally.failed == tally.done) {
+    std::fprintf(stderr, "shardaccum_bench: error: every case ended with an error (see above)\n");
+    return 1;
   }
   return 0;
 }

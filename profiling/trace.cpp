@@ -32,6 +32,12 @@ double TraceRecorder::to_us(Clock::time_point t) const {
 
 void TraceRecorder::add(TraceEvent e) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (events_.size() >= kMaxEvents) {  // about 1.6 KB each in memory: a bound, not a hang
+    if (dropped_++ == 0)
+      std::fprintf(stderr, "shardaccum: --trace: %zu events recorded, later ones are dropped (use "
+                           "--trace-steps 1 or fewer cases)\n", kMaxEvents);
+    return;
+  }
   events_.push_back(std::move(e));
 }
 
@@ -89,6 +95,7 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
     std::lock_guard<std::mutex> lock(mu_);
     evs = events_;
     other = other_;
+    if (dropped_) other["dropped_events"] = dropped_;
   }
 
   // Thread ids: one per (rank, track), numbered from 1 in track order within each rank.

@@ -85,6 +85,9 @@ class TraceRecorder {
     return step >= first_step_ && (step_count_ == 0 || step - first_step_ < step_count_);
   }
 
+  /// Events kept at most (about 3 GB in memory); later ones are counted in otherData.
+  static constexpr size_t kMaxEvents = 2'000'000;
+
   /// Number of events so far. Thread-safe.
   size_t size() const;
   /// A copy of the events so far, in the order they were added. Thread-safe.
@@ -98,6 +101,7 @@ class TraceRecorder {
  private:
   Clock::time_point origin_;
   std::atomic<uint32_t> first_step_{0}, step_count_{0};
+  uint64_t dropped_ = 0;  // events past kMaxEvents (guarded by mu_)
   mutable std::mutex mu_;
   std::vector<TraceEvent> events_;
   nlohmann::json other_ = nlohmann::json::object();

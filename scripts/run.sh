@@ -16,7 +16,7 @@ The main job of shardaccum, the first command to run on a fresh machine:
      backend is built when nvcc is found),
   3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
      visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
-     every strategy and schedule, about 65 s on 2 cores), whose times are host wall-clock,
+     every strategy and schedule, about a minute on 2 idle cores), whose times are host wall-clock,
   4. writes the Google Benchmark JSON to reports/NAME/run.json, a Perfetto/Chrome trace to
      reports/NAME/trace.json (shardaccum_bench --trace, kept to the first measured step of every
      case on every rank: about 6 MB for the default host matrix instead of 18 MB), and the report

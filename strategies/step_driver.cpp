@@ -1,5 +1,6 @@
 #include "strategies/step_driver.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "profiling/nvtx.hpp"
@@ -25,11 +26,33 @@ void OracleResult::merge(const OracleResult& o) {
   bad_padding += o.bad_padding;
 }
 
+namespace {
+bool any_bf16(const DTypeTriple& t) {
+  return t.grad == DType::bf16 || t.reduce == DType::bf16 || t.accum == DType::bf16;
+}
+}  // namespace
+
+uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size) {
+  if (!any_bf16(t)) return 4;  // fp32 holds sums of 4*K*N/8 exactly far beyond any real K*N
+  const int64_t terms = static_cast<int64_t>(k) * world_size;
+  return static_cast<uint8_t>(std::clamp<int64_t>(256 / std::max<int64_t>(terms, 1), 1, 4));
+}
+
+bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size) {
+  if (gen != GenMode::dyadic) return false;
+  const int64_t terms = static_cast<int64_t>(k) * world_size;
+  return !any_bf16(t) ? terms * 4 <= (int64_t{1} << 24) : terms * dyadic_range(t, k, world_size) <= 256;
+}
+
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size) {
   const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce);
-  const bool exact_sums = gen == GenMode::dyadic && (t.reduce == DType::fp32 || k * world_size <= 63);
-  const double roundings = exact_sums ? ua : k * world_size * ur + k * ua + ua;
+  const double roundings =
+      sums_exact(t, gen, k, world_size) ? ua : k * world_size * ur + k * ua + ua;
   return 2.0 * roundings;  // x2: the norm-wise error of per-element bounds, with headroom
+}
+
+bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size) {
+  return error_bound(t, gen, k, world_size) < 0.5 * std::sqrt(1.0 / k);
 }
 
 bool is_correct(const OracleResult& r, double bound) {
@@ -37,7 +60,10 @@ bool is_correct(const OracleResult& r, double bound) {
 }
 
 StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
-    : be_(be), plan_(plan), strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes) {
+    : be_(be),
+      plan_(plan),
+      strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes),
+      dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -66,7 +92,7 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   if (!accumulate) u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
   nvtx::PhaseRange r(Phase::backward, u.grad.bytes(), be_.rank());
   const GradKey key{plan_.seed, step, static_cast<uint32_t>(mb), static_cast<uint32_t>(be_.rank()),
-                    u.index, u.numel, plan_.gen};
+                    u.index, u.numel, plan_.gen, dyadic_max_};
   be_.generate(u.grad, key, accumulate, Stream::compute);
 }
 
@@ -125,7 +151,7 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
       const OracleKey key{plan_.seed,     step,     static_cast<uint32_t>(plan_.schedule.k()),
                           static_cast<uint32_t>(be_.world_size()), static_cast<uint32_t>(be_.rank()),
                           u.index,        u.numel,  u.shard * static_cast<uint64_t>(be_.rank()),
-                          plan_.gen,      plan_.dtypes.grad};
+                          plan_.gen,      plan_.dtypes.grad, dyadic_max_};
       if (u.saved) oracle->merge(be_.check_shard(u.saved, key));
       else oracle->nonfinite += u.shard;  // no gradient at all: as wrong as NaN
     }

@@ -35,11 +35,23 @@ struct OracleResult {
   void merge(const OracleResult& o);
 };
 
-/// Error bound for the relative error, from the number of roundings (DESIGN.md §5). Dyadic values
-/// sum exactly in fp32, and in bf16 when K*N <= 63, leaving one rounding: the division by N in the
-/// accum dtype. Otherwise each of the K*N-1 additions in the reduce dtype and the K-1 additions in
-/// the accum dtype may round (Higham's gamma_n bound): (K*N)*u_r + K*u_a + u_a.
+/// The dyadic generator's largest |k| (values k/8) for a case: 4, or less when a bf16 holds a sum
+/// (8 significand bits: a multiple of 1/8 is exact up to 256/8), so that every partial sum of the
+/// K*N values stays exact: r*K*N <= 256. 1 when even that cannot hold.
+uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size);
+
+/// Whether every sum of the case is exact (dyadic values within dyadic_range's limit).
+bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
+
+/// Error bound for the relative error, from the number of roundings (DESIGN.md §5). Exact sums
+/// leave one rounding: the division by N in the accum dtype. Otherwise each of the K*N-1
+/// additions in the reduce dtype and the K-1 additions in the accum dtype may round (Higham's
+/// gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2 of headroom.
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size);
+
+/// The smallest error a real loss makes: one lost micro-batch of K gives about sqrt(1/K). A case
+/// whose bound is not well below it (bound >= 0.5 * sqrt(1/K)) cannot be judged by the oracle.
+bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size);
 
 /// `correct`: the error within the bound, nothing NaN or Inf, padding exactly zero.
 bool is_correct(const OracleResult& r, double bound);
@@ -62,6 +74,7 @@ class StepDriver {
   AccumulationStrategy strategy_;
   std::vector<UnitGrad> units_;
   std::string pending_error_;  // this rank's error, held until the ranks agree before a collective
+  uint8_t dyadic_max_;         // the generator's value range for this case (dyadic_range)
 };
 
 }  // namespace shardaccum

@@ -85,7 +85,7 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
   // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
   const uint64_t prefix = grad_prefix(key);
   auto g_at = [&](uint64_t i) {
-    return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i);
+    return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i, key.dyadic_max);
   };
   uint64_t done = 0;
   if constexpr (Vec) {

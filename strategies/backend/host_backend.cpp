@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -169,9 +170,10 @@ class HostRank final : public RankBackend {
     const uint64_t prefix = grad_prefix(key);
     const uint64_t valid = key.numel;
     const GenMode mode = key.mode;
+    const uint8_t dyadic_max = key.dyadic_max;
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(prefix, mode, i) : 0.0f;
+      const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(prefix, mode, i, dyadic_max) : 0.0f;
       detail::store(g, t, i, accumulate ? detail::load(g, t, i) + v : v);
     }
     done(Phase::backward, t0, trace::track::of(s), "generate", grad.bytes());
@@ -303,15 +305,24 @@ class HostBackend final : public Backend {
     std::vector<std::thread> threads;
     for (int r = 0; r < opts_.world_size; ++r) {
       ranks_[r]->attach(&rv);
-      threads.emplace_back([&, r] {
-        try {
-          fn(*ranks_[r]);
-        } catch (...) {
-          errors[r] = std::current_exception();
-          rv.aborted = true;  // peers blocked in a collective are released by the drop below
-        }
-        rv.barrier.arrive_and_drop();
-      });
+      try {
+        threads.emplace_back([&, r] {
+          try {
+            fn(*ranks_[r]);
+          } catch (...) {
+            errors[r] = std::current_exception();
+            rv.aborted = true;  // peers blocked in a collective are released by the drop below
+          }
+          rv.barrier.arrive_and_drop();
+        });
+      } catch (const std::system_error& e) {
+        // The ranks never started would hold the others in a collective: let them drop out.
+        rv.aborted = true;
+        for (int missing = r; missing < opts_.world_size; ++missing) rv.barrier.arrive_and_drop();
+        for (auto& t : threads) t.join();
+        throw std::runtime_error("host backend: cannot start " + std::to_string(opts_.world_size) +
+                                 " rank threads (" + e.what() + "); use a smaller --world-size");
+      }
     }
     for (auto& t : threads) t.join();
     rethrow_root_cause(errors);

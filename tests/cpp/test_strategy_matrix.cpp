@@ -16,6 +16,9 @@ using testing::run_two_steps;
 struct MatrixParam {
   int world;
   const char* dtype;
+  friend std::ostream& operator<<(std::ostream& os, const MatrixParam& p) {
+    return os << "world " << p.world << ", " << p.dtype;  // gtest prints this, not raw bytes
+  }
 };
 
 class StrategyMatrix : public ::testing::TestWithParam<MatrixParam> {};

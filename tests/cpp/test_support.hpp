@@ -18,7 +18,11 @@ struct Outcome {
 inline Layout make_layout(std::initializer_list<uint64_t> numels) {
   Layout l{"test", {}};
   int i = 0;
-  for (uint64_t n : numels) l.units.push_back({"u" + std::to_string(i++), n});
+  for (uint64_t n : numels) {
+    std::string name = "u";
+    name += std::to_string(i++);
+    l.units.push_back({name, n});
+  }
   return l;
 }
 
