@@ -124,6 +124,22 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out= needs a file name\n");
         return 2;
       }
+      // A link is followed (the rename replaces the file it names, not the link); a device or
+      // pipe (/dev/stdout) is written directly, since it cannot be renamed over.
+      std::error_code lec;
+      if (out_path.rfind("/dev/", 0) == 0 || out_path.rfind("/proc/", 0) == 0) {
+        out_path.clear();
+        continue;
+      }
+      if (std::filesystem::is_symlink(out_path, lec)) {
+        const auto target = std::filesystem::read_symlink(out_path, lec);
+        out_path = (target.is_absolute() ? target : std::filesystem::path(out_path).parent_path() / target).string();
+      }
+      if (std::filesystem::exists(out_path, lec) && !std::filesystem::is_regular_file(out_path, lec) &&
+          !std::filesystem::is_directory(out_path, lec)) {
+        out_path.clear();
+        continue;
+      }
       const auto dir = std::filesystem::path(out_path).parent_path();
       if (!dir.empty() && !std::filesystem::is_directory(dir)) {
         std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' does not exist\n",
