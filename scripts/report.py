@@ -11,15 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# A missing package is a setup problem, not a bug in the tool: say how to fix it (exit 2).
-for _module in ('numpy', 'matplotlib'):
-    try:
-        __import__(_module)
-    except ModuleNotFoundError:
-        print(f"report.py: error: Python package '{_module}' is missing for {sys.executable}: run "
-                 "scripts/install_deps.sh and use .venv/bin/python (or a python3 that has "
-                 "scripts/requirements.txt installed)", file=sys.stderr)
-        sys.exit(2)
+from shardaccum_report.deps import require  # noqa: E402
+
+require("report.py", ('numpy', 'matplotlib'))
 
 from shardaccum_report.cli import report_main  # noqa: E402
 
