@@ -1,5 +1,8 @@
 #include "bench/backend_select.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -56,6 +59,20 @@ Backend& BackendPool::get(int world_size) {
     o.cupti_kernels = cupti_ == "kernels";
     o.measure_ceilings = ceilings_;
     o.pinned_pool_bytes = std::max<uint64_t>(o.pinned_pool_bytes, pinned_hint_ + pinned_hint_ / 16);
+    o.timeout_s = timeout_s_;
+    if (process_rank_ >= 0) {
+      o.process_rank = process_rank_;
+      o.first_device = process_device_;
+      o.nccl_id = nccl_id_;  // a copy: a later world of this size would need a new rendezvous
+      // The cores this process may use (its affinity: srun binds tasks) are shared with the other
+      // processes of the node, taken as one per visible GPU.
+      if (o.host_add_threads == 0) {
+        cpu_set_t set;
+        const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        const int peers = std::max(1, std::min(world_size, cuda_device_count()));
+        o.host_add_threads = std::max(1, cores / peers);
+      }
+    }
     return *(worlds_[world_size] = make_cuda_backend(o));
 #endif
   }

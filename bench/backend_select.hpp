@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strategies/backend/backend.hpp"
 
@@ -31,6 +32,15 @@ class BackendPool {
   /// time (the previous is destroyed first), so GPU memory is not held twice.
   Backend& get(int world_size);
   const BackendChoice& choice() const { return choice_; }
+  /// Waits (collectives, peers) of the cuda backend end with an error after this many seconds.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+  /// One process per GPU (--launcher env): this process is global rank `rank`, on visible device
+  /// `device`, joining the world through `nccl_id` (rank 0's, from the rendezvous).
+  void set_process(int rank, int device, std::vector<uint8_t> nccl_id) {
+    process_rank_ = rank;
+    process_device_ = device;
+    nccl_id_ = std::move(nccl_id);
+  }
 
  private:
   BackendChoice choice_;
@@ -38,6 +48,9 @@ class BackendPool {
   std::string cupti_;
   bool ceilings_;
   uint64_t pinned_hint_;
+  double timeout_s_ = 300;
+  int process_rank_ = -1, process_device_ = 0;
+  std::vector<uint8_t> nccl_id_;
   std::map<int, std::unique_ptr<Backend>> worlds_;
 };
 

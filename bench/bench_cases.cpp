@@ -20,11 +20,16 @@ namespace {
 
 struct Progress {
   size_t total = 0, done = 0, failed = 0;
+  int rank = 0;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   void case_done(const std::string& name, bool ok) {
     ++done;
     failed += ok ? 0 : 1;
     total = std::max(total, done);  // Google Benchmark's own warm-up may call a case again
+    if (rank != 0) {
+      (void)ok;  // its failures are printed where they are caught; rank 0 shows the run
+      return;
+    }
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta = done ? el / done * (total - done) : 0;
     std::fprintf(stderr, "[%zu/%zu] %s %s  (elapsed %.0f s, about %.0f s left)\n", done, total,
@@ -128,6 +133,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     ok = true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
+    if (progress.rank != 0) std::fprintf(stderr, "rank %d: %s: %s\n", progress.rank, spec.name().c_str(), e.what());
   }
   progress.case_done(spec.name(), ok);
 }
@@ -140,6 +146,8 @@ Progress& progress_state() {
 }  // namespace
 
 void set_progress_total(size_t total) { progress_state().total = total; }
+
+void set_progress_rank(int rank) { progress_state().rank = rank; }
 
 RunTally run_tally() { return {progress_state().done, progress_state().failed}; }
 

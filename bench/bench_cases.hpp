@@ -21,6 +21,10 @@ void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& set
 /// The number of case runs the progress line counts down (cases x repetitions after the filter).
 void set_progress_total(size_t total);
 
+/// Under a multi-process launch only rank 0 prints progress; the other ranks print their failures,
+/// prefixed with their rank.
+void set_progress_rank(int rank);
+
 /// Case runs finished so far, and how many of them ended with an error.
 struct RunTally {
   size_t done = 0, failed = 0;

@@ -1,6 +1,8 @@
 #include "bench/case_runner.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "profiling/trace.hpp"
 
@@ -10,6 +12,30 @@ CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
     : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {}
 
 CaseRunner::~CaseRunner() = default;
+
+void CaseRunner::gather_other_processes(StepReport& rep) {
+  static_assert(std::is_trivially_copyable_v<StepMetrics> && std::is_trivially_copyable_v<OracleResult>,
+                "the ranks' figures travel between processes as bytes");
+  const std::vector<int> local = backend_.local_ranks();
+  const int n = backend_.world_size();
+  if (static_cast<int>(local.size()) == n) return;  // every rank is a thread of this process
+  const size_t oracle_bytes = rep.oracle.empty() ? 0 : sizeof(OracleResult);
+  std::vector<std::vector<uint8_t>> blobs(n);
+  for (int r : local) {
+    blobs[r].resize(sizeof(StepMetrics) + oracle_bytes);
+    std::memcpy(blobs[r].data(), &rep.per_rank[r], sizeof(StepMetrics));
+    if (oracle_bytes) std::memcpy(blobs[r].data() + sizeof(StepMetrics), &rep.oracle[r], oracle_bytes);
+  }
+  backend_.allgather(blobs);
+  for (int r = 0; r < n; ++r) {
+    if (blobs[r].size() != sizeof(StepMetrics) + oracle_bytes)
+      throw std::runtime_error("rank " + std::to_string(r) + " sent " + std::to_string(blobs[r].size()) +
+                               " bytes of step figures, expected " +
+                               std::to_string(sizeof(StepMetrics) + oracle_bytes));
+    std::memcpy(&rep.per_rank[r], blobs[r].data(), sizeof(StepMetrics));
+    if (oracle_bytes) std::memcpy(&rep.oracle[r], blobs[r].data() + sizeof(StepMetrics), oracle_bytes);
+  }
+}
 
 StepReport CaseRunner::step(uint32_t step, bool check) {
   const int n = backend_.world_size();
@@ -25,6 +51,7 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
     if (!drivers_[r]) drivers_[r] = std::make_unique<StepDriver>(be, plan_);
     rep.per_rank[r] = drivers_[r]->run_step(step, check, check ? &rep.oracle[r] : nullptr);
   });
+  gather_other_processes(rep);
   for (const StepMetrics& s : rep.per_rank)
     rep.max.fold(s, [](auto a, auto b) { return std::max(a, b); });
   return rep;

@@ -21,11 +21,16 @@ class CaseRunner {
   CaseRunner(Backend& backend, CasePlan plan);
   ~CaseRunner();
   /// Runs optimizer step `step` on every rank; checks the result against the oracle when `check`.
-  /// Throws the failing rank's error (AccumulationError, BackendError) when a rank fails.
+  /// Throws the failing rank's error (AccumulationError, BackendError) when a rank fails. Under a
+  /// multi-process launch this process runs its own ranks and gathers the others' figures, so
+  /// every process returns the same report.
   StepReport step(uint32_t step, bool check);
   const CasePlan& plan() const { return plan_; }
 
  private:
+  /// Under a multi-process launch, fills the other processes' ranks into rep (Backend::allgather).
+  void gather_other_processes(StepReport& rep);
+
   Backend& backend_;
   CasePlan plan_;
   std::vector<std::unique_ptr<StepDriver>> drivers_;

@@ -134,6 +134,17 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "on or off: measure the copy/NCCL/add ceilings at backend start (cuda; off "
                  "under scripts/profile.sh so that nsys sees only the cases' copies)")
       ->capture_default_str();
+  app.add_option("--launcher", o.launcher,
+                 "threads: one process, a thread per GPU; env: one process per GPU from torchrun, srun or "
+                 "mpirun (RANK/WORLD_SIZE/LOCAL_RANK, SLURM_*, OMPI_COMM_WORLD_*); auto: env when such a "
+                 "launch of 2+ processes is detected")->capture_default_str();
+  app.add_option("--rendezvous", o.rendezvous,
+                 "How the processes of --launcher env get NCCL's unique id: file:PATH (a fresh path on a "
+                 "shared file system) or tcp:HOST:PORT (rank 0 listens). Default: tcp at MASTER_ADDR and "
+                 "MASTER_PORT (MASTER_PORT+1 under torchrun, whose store holds MASTER_PORT)");
+  app.add_option("--timeout", o.timeout_s,
+                 "Seconds before a rank that never arrives, a dead peer or a stuck collective ends the run "
+                 "with an error")->capture_default_str();
   app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
 
@@ -157,6 +168,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.threads < 0 || o.threads > 4 * hw)
     throw CliError("--threads " + std::to_string(o.threads) + ": give 0 (cores / world size) to " +
                    std::to_string(4 * hw) + " (4x the " + std::to_string(hw) + " hardware threads)");
+  if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
+    throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
+  if (!(o.timeout_s > 0) || o.timeout_s > 86400)
+    throw CliError("--timeout " + std::to_string(o.timeout_s) + ": give 1..86400 seconds");
   if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");

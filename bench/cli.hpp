@@ -25,6 +25,9 @@ struct BenchOptions {
   std::string trace;                        // --trace FILE.json: the built-in trace; empty: none
   int trace_steps = 0;                      // --trace-steps N: measured steps traced per case; 0: all
   std::string ceilings = "on";              // --ceilings off: skip the cuda backend's ceilings
+  std::string launcher = "auto";            // threads | env | auto (bench/launcher.hpp)
+  std::string rendezvous;                   // file:PATH | tcp:HOST:PORT; empty: MASTER_ADDR/PORT
+  double timeout_s = 300;                   // a rank that never arrives or a stuck collective
   std::vector<std::string> config_dirs;
   std::vector<std::string> benchmark_args;  // argv[0] and every --benchmark_* flag
   std::string command_line;                 // the exact command, for the JSON context

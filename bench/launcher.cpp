@@ -75,6 +75,7 @@ std::optional<LaunchInfo> launch_from_env(const Getenv& getenv) {
               std::to_string(info.world_size) + ")");
     if (info.local_rank < 0)
       bad(info.launcher, n.local, std::to_string(info.local_rank), "must not be negative");
+    info.agent_store = lookup(getenv, "TORCHELASTIC_USE_AGENT_STORE") != nullptr;
     if (const char* addr = lookup(getenv, "MASTER_ADDR")) info.master_addr = addr;
     if (const char* port = lookup(getenv, "MASTER_PORT")) {
       info.master_port = parse_int(info.launcher, "MASTER_PORT", port);
@@ -90,7 +91,12 @@ LaunchInfo resolve_launcher(const std::string& mode, const Getenv& getenv) {
   if (mode == "threads") return LaunchInfo{};
   if (mode != "env" && mode != "auto")
     throw std::invalid_argument("--launcher '" + mode + "': expected threads, env or auto");
-  if (auto info = launch_from_env(getenv)) return *info;
+  if (auto info = launch_from_env(getenv)) {
+    // A batch script or a one-task srun sets a launcher's variables for a world of 1: auto keeps
+    // the threaded mode (every visible GPU) there; env means it.
+    if (mode == "auto" && info->world_size == 1) return LaunchInfo{};
+    return *info;
+  }
   if (mode == "auto") return LaunchInfo{};
   std::string looked;
   for (const Names& n : kLaunchers) {

@@ -16,6 +16,8 @@ struct LaunchInfo {
   int local_rank = 0;                ///< rank within this node (picks the GPU), >= 0
   std::string master_addr;           ///< MASTER_ADDR if set (host of rank 0), else empty
   int master_port = 0;               ///< MASTER_PORT if set (1..65535), else 0
+  /// TORCHELASTIC_USE_AGENT_STORE is set: torchrun's agent already listens on MASTER_PORT.
+  bool agent_store = false;
 };
 
 /// Looks a variable up in the process environment (std::getenv); nullptr when unset.
@@ -39,7 +41,8 @@ std::optional<LaunchInfo> launch_from_env(
 ///  - "threads": a single process (rank 0 of 1; ranks are threads inside it);
 ///  - "env": requires a launcher environment (launch_from_env), else throws std::invalid_argument
 ///    naming `--launcher env` and the variables it looked for;
-///  - "auto": the environment when one is detected, else "threads".
+///  - "auto": the environment when one is detected with a world size above 1, else "threads" (a
+///    batch script's or a one-task srun's world of 1 keeps every visible GPU in one process).
 /// Throws std::invalid_argument naming --launcher for any other mode, and whatever launch_from_env
 /// throws for a malformed environment (also under "auto": a half-set environment is an error).
 LaunchInfo resolve_launcher(const std::string& mode,

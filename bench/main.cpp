@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <fstream>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -17,8 +18,13 @@
 
 #include "bench/bench_cases.hpp"
 #include "bench/cli.hpp"
+#include "bench/launcher.hpp"
+#include "bench/rendezvous.hpp"
 #include "strategies/model.hpp"
 #include "profiling/trace.hpp"
+#if defined(SHARDACCUM_HAVE_CUDA)
+#include "strategies/backend/cuda_backend.hpp"
+#endif
 
 using namespace shardaccum;
 
@@ -57,6 +63,36 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
     if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
   return {};
 }
+
+/// The ranks of a multi-process launch must run the same binary on the same cases and steps: a
+/// hash (FNV-1a, 64 bits) of the executable's bytes, the names of the cases that will run, and the
+/// settings that change what a step does. Compared through the rendezvous.
+[[maybe_unused]] std::string build_hash(const std::vector<std::string>& run_names, const BenchOptions& o,
+                       const std::string& reps) {
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&](const char* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(p[i])) * 1099511628211ull;
+  };
+  std::ifstream exe("/proc/self/exe", std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  while (exe.read(buf.data(), buf.size()) || exe.gcount() > 0) mix(buf.data(), static_cast<size_t>(exe.gcount()));
+  std::string settings = "warmup=" + std::to_string(o.warmup) + " steps=" + std::to_string(o.steps) +
+                         " reps=" + reps + " seed=" + std::to_string(o.seed) + " gen=" + o.gen +
+                         " cupti=" + o.cupti + " ceilings=" + o.ceilings + " trace_steps=" +
+                         std::to_string(o.trace_steps) + "\n";
+  for (const auto& n : run_names) settings += n + "\n";
+  mix(settings.data(), settings.size());
+  char out[40];
+  std::snprintf(out, sizeof out, "%016llx/%zu-cases", static_cast<unsigned long long>(h), run_names.size());
+  return out;
+}
+
+/// Google Benchmark's output on ranks other than 0 of a multi-process launch: rank 0 reports.
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
 
 /// Checks before any work that every case can be judged and fits. Throws CliError naming the flag.
 void validate_cases(const std::vector<CaseSpec>& cases, const BackendChoice& choice) {
@@ -97,18 +133,41 @@ int main(int argc, char** argv) {
   BenchOptions opts;
   std::vector<CaseSpec> cases;
   BackendChoice choice;
+  LaunchInfo launch;
+  RendezvousSpec rendezvous;
   try {
     if (!parse_cli(argc, argv, opts)) return 0;
     choice = choose_backend(opts.backend);
+    launch = resolve_launcher(opts.launcher);
+    if (launch.launcher != "threads") {
+      if (choice.name != "cuda")
+        throw CliError("--launcher " + opts.launcher + ": " + launch.launcher + " started " +
+                       std::to_string(launch.world_size) +
+                       " processes, but one process per GPU needs the cuda backend (" + choice.why +
+                       "); for the host backend's simulated ranks run one process with --launcher threads");
+      choice.max_world = choice.default_world = launch.world_size;
+      rendezvous = parse_rendezvous(opts.rendezvous, launch);
+    }
     const MatrixAxes axes = resolve_axes(opts, choice.default_model, choice.default_world, choice.max_world);
+    if (launch.launcher != "threads")
+      for (int w : axes.world_sizes)
+        if (w != launch.world_size)
+          throw CliError("--world-size " + std::to_string(w) + ": this " + launch.launcher + " launch has " +
+                         std::to_string(launch.world_size) + " processes, one rank each; leave --world-size "
+                         "out or give " + std::to_string(launch.world_size));
     cases = build_matrix(axes);
     validate_cases(cases, choice);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "shardaccum_bench: error: %s\n", e.what());
+    std::fprintf(stderr, "shardaccum_bench: %serror: %s\n",
+                 launch.rank ? ("rank " + std::to_string(launch.rank) + ": ").c_str() : "", e.what());
     return 2;
   }
+  const bool processes = launch.launcher != "threads";
+  const bool reporter = launch.rank == 0;  // the process that prints and writes the results
+  set_progress_rank(launch.rank);
 
   if (opts.list) {
+    if (!reporter) return 0;
     for (const auto& c : cases) std::printf("%s\n", c.name().c_str());
     std::fprintf(stderr, "%zu cases on backend %s\n", cases.size(), choice.name.c_str());
     return 0;
@@ -117,6 +176,10 @@ int main(int argc, char** argv) {
   // Google Benchmark writes --benchmark_out itself; point it at a temporary file and rename it
   // once the run has finished, so an interrupted run never leaves a half-written result.
   std::string out_path, tmp_path;
+  if (!reporter)  // only rank 0 writes --benchmark_out
+    opts.benchmark_args.erase(std::remove_if(opts.benchmark_args.begin(), opts.benchmark_args.end(),
+                                             [](const std::string& a) { return a.rfind("--benchmark_out", 0) == 0; }),
+                              opts.benchmark_args.end());
   for (auto& a : opts.benchmark_args)
     if (a.rfind("--benchmark_out=", 0) == 0) {
       out_path = a.substr(std::string("--benchmark_out=").size());
@@ -168,16 +231,18 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(bargc, bargv.data())) return 2;
 
   // Count what will really run, for the progress line (filter and repetitions applied).
-  size_t to_run = 0;
+  std::vector<std::string> run_names;
   try {
     std::string filter = flag_value(opts.benchmark_args, "--benchmark_filter");
     const bool negate = !filter.empty() && filter[0] == '-';
     if (negate) filter.erase(0, 1);
     const std::regex re(filter.empty() || filter == "all" ? "." : filter);
-    for (const auto& c : cases) to_run += std::regex_search(c.name(), re) != negate;
+    for (const auto& c : cases)
+      if (std::regex_search(c.name(), re) != negate) run_names.push_back(c.name());
   } catch (const std::regex_error&) {
-    to_run = cases.size();
+    for (const auto& c : cases) run_names.push_back(c.name());
   }
+  size_t to_run = run_names.size();
   const std::string reps = flag_value(opts.benchmark_args, "--benchmark_repetitions");
   if (!reps.empty()) to_run *= std::max(1, std::atoi(reps.c_str()));
 
@@ -187,11 +252,31 @@ int main(int argc, char** argv) {
   for (const auto& c : cases)
     pinned_hint = std::max(pinned_hint, predict(c.plan(), c.world_size, 2).peak_pinned_bytes);
   BackendPool pool(choice, opts.threads, opts.cupti, opts.ceilings == "on", pinned_hint);
+  pool.set_timeout(opts.timeout_s);
+  if (processes) {
+    // Every rank checks, before any GPU work, that all run this build on these cases, and gets
+    // NCCL's unique id from rank 0 (bench/rendezvous.hpp); nothing else is exchanged here.
+#if defined(SHARDACCUM_HAVE_CUDA)
+    try {
+      std::vector<uint8_t> id;
+      if (launch.rank == 0) id = nccl_unique_id();
+      id = exchange(rendezvous, launch, id, build_hash(run_names, opts, reps), opts.timeout_s);
+      const int gpus = cuda_device_count();
+      pool.set_process(launch.rank, gpus > 0 ? launch.local_rank % gpus : 0, std::move(id));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardaccum_bench: rank %d: error: %s\n", launch.rank, e.what());
+      return 1;
+    }
+#endif
+  }
   benchmark::AddCustomContext("backend", choice.name);
   benchmark::AddCustomContext("backend_choice", choice.why);
   benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");
   benchmark::AddCustomContext("git_commit", run_git_commit());
   benchmark::AddCustomContext("command", opts.command_line);
+  benchmark::AddCustomContext("launcher", processes ? launch.launcher + ": one process per GPU" : "threads: one process");
+  benchmark::AddCustomContext("processes", std::to_string(processes ? launch.world_size : 1));
+  if (processes) benchmark::AddCustomContext("rendezvous", to_string(rendezvous));
   benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
   benchmark::AddCustomContext("measured_steps", std::to_string(opts.steps));
   // The distinct values of the axes the report names in its header, in first-seen order.
@@ -230,11 +315,11 @@ int main(int argc, char** argv) {
       for (const auto& c : cases) w = std::max(w, c.world_size);
       const nlohmann::json ctx = pool.get(w).context();
       if (ctx.contains("devices") && ctx["devices"].is_array() && !ctx["devices"].empty()) {
-        char host[256] = {};
-        gethostname(host, sizeof host - 1);
+        std::vector<std::string> hosts;
+        for (const auto& d : ctx["devices"]) note(hosts, d.value("host", std::string("?")));
         benchmark::AddCustomContext("machine", std::to_string(ctx["devices"].size()) + "x " +
                                                    ctx["devices"][0].value("name", std::string("GPU")) +
-                                                   " (" + host + ")");
+                                                   " (" + joined(hosts) + ")");
       }
       // Keys the suite already set (time_domain, world_size, ...) keep the suite's value.
       static const std::set<std::string> suite_keys = {"backend", "backend_choice", "time_domain", "git_commit",
@@ -244,7 +329,8 @@ int main(int argc, char** argv) {
         benchmark::AddCustomContext(suite_keys.count(k) ? "backend_" + k : k,
                                     v.is_string() ? v.get<std::string>() : v.dump());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "shardaccum_bench: error: cuda backend: %s\n", e.what());
+      std::fprintf(stderr, "shardaccum_bench: %serror: cuda backend: %s\n",
+                   processes ? ("rank " + std::to_string(launch.rank) + ": ").c_str() : "", e.what());
       return 1;
     }
   }
@@ -271,7 +357,12 @@ int main(int argc, char** argv) {
   SuiteSettings settings{opts.warmup, opts.steps, &pool};
   register_cases(cases, settings);
   set_progress_total(to_run);
-  benchmark::RunSpecifiedBenchmarks();
+  if (reporter) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    SilentReporter silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
   benchmark::Shutdown();
 
   // Nothing ran (a filter that matches nothing, --benchmark_list_tests): keep any older result.
@@ -298,6 +389,13 @@ int main(int argc, char** argv) {
   }
   if (recorder) {
     trace::install_process_recorder(nullptr);
+    // Under a multi-process launch each process traces its own rank: rank 0 writes FILE, rank r
+    // writes FILE with ".rank<r>" before its extension.
+    if (!reporter) {
+      const std::filesystem::path p(opts.trace);
+      opts.trace = (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(launch.rank) +
+                                       p.extension().string())).string();
+    }
     try {
       recorder->write_chrome_trace(opts.trace);
     } catch (const std::exception& e) {

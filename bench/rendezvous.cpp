@@ -509,6 +509,13 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
     out.kind = RendezvousSpec::tcp;
     out.host = launch.master_addr;
     out.port = launch.master_port;
+    // Under torchrun the agent's own store listens on MASTER_PORT: the next port is ours.
+    if (launch.agent_store) {
+      if (out.port == 65535)
+        throw std::invalid_argument("--rendezvous not given and MASTER_PORT is 65535 under torchrun (whose "
+                                    "store holds it): give --rendezvous tcp:HOST:PORT");
+      ++out.port;
+    }
     return out;
   }
   const auto bad = [&](const std::string& why) {

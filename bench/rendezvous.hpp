@@ -19,7 +19,8 @@ struct RendezvousSpec {
 };
 
 /// Parses --rendezvous `spec`: "file:PATH" or "tcp:HOST:PORT" (HOST may be "[v6-address]").
-/// Empty: tcp at `launch`'s MASTER_ADDR:MASTER_PORT. The file PATH must be fresh for each launch
+/// Empty: tcp at `launch`'s MASTER_ADDR:MASTER_PORT, or MASTER_PORT+1 under torchrun (whose agent
+/// store already listens on MASTER_PORT: launch.agent_store). The file PATH must be fresh for each launch
 /// (e.g. include the job id): a stale file from an earlier launch could be read before rank 0
 /// replaces it.
 /// Throws std::invalid_argument naming --rendezvous for a malformed spec, and naming MASTER_ADDR or

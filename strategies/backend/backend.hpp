@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -188,6 +189,19 @@ class Backend {
   /// Host tasks (RankBackend::host_task) that may still be pending when host_task returns; 0 when
   /// they run at once. Each may hold a pinned staging buffer: the model counts them.
   virtual int host_task_depth() const { return 0; }
+
+  /// The global ranks whose threads run in this process: all of them (the default), or one under
+  /// a multi-process launch (one process per GPU, --launcher env). run() calls fn on these only.
+  virtual std::vector<int> local_ranks() const {
+    std::vector<int> r(world_size());
+    for (int i = 0; i < world_size(); ++i) r[i] = i;
+    return r;
+  }
+  /// Under a multi-process launch: on entry per_rank[r] holds this process's bytes for each local
+  /// rank r (the same size on every rank); on return every slot holds its rank's bytes, on every
+  /// process. A collective between steps (never inside one). Nothing to do when every rank lives in
+  /// this process (the default). Throws what the transport throws (a dead peer: a timeout).
+  virtual void allgather(std::vector<std::vector<uint8_t>>& per_rank) { (void)per_rank; }
 };
 
 }  // namespace shardaccum

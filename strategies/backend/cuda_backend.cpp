@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <thread>
 #include <utility>
 
@@ -603,8 +605,11 @@ void CudaRank::host_wait(Event e) {
   wait_event(ev, on_worker() ? nullptr : comm_, policy(), who("host_wait"));
 }
 
+int CudaRank::local_index() const { return rank_ - world_.rank_base(); }
+
 bool CudaRank::any_rank(bool mine) {
-  return world_.barrier().any(rank_, mine, policy(), who("any_rank"));
+  const bool any = world_.barrier().any(local_index(), mine, policy(), who("any_rank"));
+  return link_ ? link_->any(any, policy(), who("any_rank across processes")) : any;
 }
 
 // ---- steps
@@ -781,14 +786,17 @@ void rethrow_root(const std::vector<std::exception_ptr>& errors) {
 }
 
 CudaWorld::CudaWorld(const CudaBackendOptions& opts)
-    : opts_(opts), barrier_(opts.world_size), ranks_(opts.world_size) {
+    : opts_(opts),
+      barrier_(opts.process_rank >= 0 ? 1 : opts.world_size),
+      ranks_(opts.process_rank >= 0 ? 1 : opts.world_size) {
   // Before any stream or copy exists, so that CUPTI sees every record of the run.
   collector_ = cupti::CuptiCollector::start_if_allowed(opts.cupti, opts.cupti_kernels);
   host_threads_ =
       opts.host_add_threads > 0 ? opts.host_add_threads : default_host_threads(opts.world_size);
   // Ranks are built on their own threads: pinning the arenas takes seconds for tens of GB.
-  auto errors = run_ranks(
-      [&](int r) { ranks_[r] = std::make_unique<CudaRank>(*this, r, opts.first_device + r); });
+  auto errors = run_ranks([&](int i) {
+    ranks_[i] = std::make_unique<CudaRank>(*this, rank_base() + i, opts.first_device + i);
+  });
   for (const auto& e : errors)
     if (e) rethrow_root(errors);
   init_comms();
@@ -798,25 +806,40 @@ CudaWorld::CudaWorld(const CudaBackendOptions& opts)
   SA_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   SA_CUDA_CHECK(cudaGetDeviceCount(&count));
   SA_NCCL_CHECK(ncclGetVersion(&nccl));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
   nlohmann::json devices = nlohmann::json::array();
-  for (int r = 0; r < opts.world_size; ++r) {
+  for (int i = 0; i < local_count(); ++i) {
     cudaDeviceProp p{};
-    SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts.first_device + r));
+    SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts.first_device + i));
     char bus[32] = {};
-    cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + r);
+    cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + i);
     devices.push_back(
-        {{"rank", r},
-         {"device", opts.first_device + r},
+        {{"rank", rank_base() + i},
+         {"host", host},
+         {"device", opts.first_device + i},
          {"name", p.name},
          {"pci_bus_id", bus},
          {"total_memory_bytes", p.totalGlobalMem},
          {"sm_count", p.multiProcessorCount},
          {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)}});
   }
+  if (multi_process()) {  // every process's devices, so that rank 0's context lists them all
+    std::vector<std::vector<uint8_t>> all(opts.world_size);
+    const std::string mine = devices.dump();
+    all[rank_base()].assign(mine.begin(), mine.end());
+    allgather(all);
+    devices = nlohmann::json::array();
+    for (const auto& b : all)
+      for (const auto& d : nlohmann::json::parse(b.begin(), b.end())) devices.push_back(d);
+  }
   static_context_ = {
       {"backend", "cuda"},
       {"time_domain", "CUDA events on each rank's streams"},
       {"world_size", opts.world_size},
+      {"launch", multi_process() ? "one process per GPU (--launcher env); this context is rank 0's, "
+                                   "its pinned arena figures are rank 0's own"
+                                 : "one process, a thread per rank (--launcher threads)"},
       {"device_count", count},
       {"devices", devices},
       {"driver_version", version_string(driver)},
@@ -846,10 +869,11 @@ CudaWorld::~CudaWorld() { destroy_comms(!comms_ok_); }
 
 std::vector<std::exception_ptr> CudaWorld::run_ranks(const std::function<void(int)>& fn) {
   barrier_.reset();
-  std::vector<std::exception_ptr> errors(opts_.world_size);
+  const int n = static_cast<int>(ranks_.size());
+  std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
-  threads.reserve(opts_.world_size);
-  for (int r = 0; r < opts_.world_size; ++r)
+  threads.reserve(n);
+  for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
         set_device(opts_.first_device + r);
@@ -865,17 +889,30 @@ std::vector<std::exception_ptr> CudaWorld::run_ranks(const std::function<void(in
 
 void CudaWorld::init_comms() {
   ncclUniqueId id;
-  SA_NCCL_CHECK(ncclGetUniqueId(&id));
+  if (multi_process()) {
+    // The id came through the rendezvous, once: a second communicator would need a second one.
+    if (opts_.nccl_id.empty())
+      throw NcclError("the communicator of this multi-process launch was aborted after a failure and "
+                      "cannot be rebuilt without a new rendezvous; relaunch");
+    std::memcpy(&id, opts_.nccl_id.data(), sizeof id);
+    opts_.nccl_id.clear();
+  } else {
+    SA_NCCL_CHECK(ncclGetUniqueId(&id));
+  }
   const int n = opts_.world_size;
-  auto errors = run_ranks([&](int r) {
+  auto errors = run_ranks([&](int i) {
+    const int r = ranks_[i]->rank();
+    const std::string who = "rank " + std::to_string(r) + ": ";
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every NCCL call returns; waits are ours, bounded and abortable
     ncclComm_t c = nullptr;
     const ncclResult_t res = ncclCommInitRankConfig(&c, n, id, r, &config);
-    ranks_[r]->set_comm(c);
+    ranks_[i]->set_comm(c);
     if (res != ncclSuccess && res != ncclInProgress)
       throw_nccl(res, "ncclCommInitRankConfig", __FILE__, __LINE__);
-    settle(c, policy(), "rank " + std::to_string(r) + ": ncclCommInitRankConfig");
+    settle(c, policy(), who + "ncclCommInitRankConfig" +
+                            (multi_process() ? " (waiting for every process of the launch)" : ""));
+    if (multi_process()) ranks_[i]->set_link(std::make_unique<ProcessLink>(c, r, n, policy(), who));
   });
   for (const auto& e : errors)
     if (e) {
@@ -889,6 +926,10 @@ void CudaWorld::destroy_comms(bool abort) noexcept {
   const WaitPolicy p{std::min(opts_.timeout_s, 60.0), nullptr};
   auto errors = run_ranks([&](int r) {
     ncclComm_t c = ranks_[r] ? ranks_[r]->comm() : nullptr;
+    if (ranks_[r] && ranks_[r]->link()) {
+      if (abort) ranks_[r]->link()->abort();
+      ranks_[r]->set_link(nullptr);
+    }
     if (!c) return;
     if (abort) {
       ranks_[r]->set_comm(nullptr);
@@ -942,6 +983,9 @@ void CudaWorld::run(const std::function<void(RankBackend&)>& fn) {
 void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
   // A collective may be stuck when the ranks issued different numbers of them, or when NCCL
   // failed or a wait timed out: then the communicators are aborted (and rebuilt by the next run).
+  // Across processes the counts cannot be compared: any failure but an agreed one (an
+  // AccumulationError or PeerFailure that every rank saw through any_rank) aborts, and the launch
+  // cannot rebuild its communicator.
   bool abort = false;
   for (const auto& r : ranks_)
     abort = abort || r->collectives_issued() != ranks_[0]->collectives_issued();
@@ -953,7 +997,10 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
       abort = true;
     } catch (const WaitTimeout&) {
       abort = true;
+    } catch (const AccumulationError&) {
+    } catch (const PeerFailure&) {
     } catch (...) {
+      abort = abort || multi_process();
     }
   }
   if (abort) destroy_comms(true);
@@ -968,6 +1015,32 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
       dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + e.what();
     }
   }
+}
+
+std::vector<int> CudaWorld::local_ranks() const {
+  std::vector<int> r;
+  for (const auto& rank : ranks_) r.push_back(rank->rank());
+  return r;
+}
+
+void CudaWorld::allgather(std::vector<std::vector<uint8_t>>& per_rank) {
+  if (!multi_process()) return;
+  if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
+  if (!comms_ok_ || !ranks_[0]->link()) throw NcclError("allgather: no process link (aborted after a failure)");
+  auto errors = run_ranks([&](int) {
+    CudaRank& r = *ranks_[0];
+    per_rank = r.link()->allgather(per_rank.at(r.rank()), policy(),
+                                   "rank " + std::to_string(r.rank()) + ": gathering every rank's figures");
+  });
+  if (errors[0]) {
+    destroy_comms(true);
+    std::rethrow_exception(errors[0]);
+  }
+}
+
+void CudaWorld::all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy, const std::string& what) {
+  barrier_.arrive_and_wait(policy, what);
+  if (rank.link()) rank.link()->any(false, policy, what + " (across processes)");
 }
 
 nlohmann::json CudaWorld::context() const {
@@ -1005,7 +1078,20 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
   if (opts.world_size < 1)
     throw std::invalid_argument("--world-size " + std::to_string(opts.world_size) +
                                 ": must be at least 1");
-  if (opts.first_device < 0 || opts.first_device + opts.world_size > count)
+  if (opts.process_rank >= opts.world_size)
+    throw std::invalid_argument("cuda backend: process rank " + std::to_string(opts.process_rank) +
+                                " is not below the world size " + std::to_string(opts.world_size));
+  if (opts.process_rank >= 0 && opts.nccl_id.size() != sizeof(ncclUniqueId))
+    throw std::invalid_argument("cuda backend: the NCCL unique id from the rendezvous has " +
+                                std::to_string(opts.nccl_id.size()) + " bytes, expected " +
+                                std::to_string(sizeof(ncclUniqueId)));
+  if (opts.process_rank >= 0 && (opts.first_device < 0 || opts.first_device >= count))
+    throw std::invalid_argument("--launcher env: rank " + std::to_string(opts.process_rank) +
+                                " would use GPU " + std::to_string(opts.first_device) + " but " +
+                                std::to_string(count) +
+                                " GPU(s) are visible (one process per GPU: launch at most as many "
+                                "processes per node as GPUs)");
+  if (opts.process_rank < 0 && (opts.first_device < 0 || opts.first_device + opts.world_size > count))
     throw std::invalid_argument(
         "--world-size " + std::to_string(opts.world_size) +
         ": the cuda backend needs one GPU per rank, but " + std::to_string(count) +
@@ -1015,6 +1101,13 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
   if (!(opts.timeout_s > 0))
     throw std::invalid_argument("cuda backend: timeout_s must be positive");
   return std::make_unique<cuda::CudaWorld>(opts);
+}
+
+std::vector<uint8_t> nccl_unique_id() {
+  ncclUniqueId id;
+  SA_NCCL_CHECK(ncclGetUniqueId(&id));
+  const auto* b = reinterpret_cast<const uint8_t*>(&id);
+  return std::vector<uint8_t>(b, b + sizeof id);
 }
 
 nlohmann::json measure_cuda_ceilings(Backend& backend) {

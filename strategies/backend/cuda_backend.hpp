@@ -6,6 +6,7 @@
 // A plain C++ header: no CUDA or NCCL header is needed to include it.
 #include <cstdint>
 #include <memory>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "strategies/backend/backend.hpp"
@@ -38,10 +39,21 @@ struct CudaBackendOptions {
   /// Also CUPTI's kernel records (NCCL / accumulate / generate kernel times): costly, see
   /// CuptiCollector::start_if_allowed.
   bool cupti_kernels = false;
+  /// One process per GPU (--launcher env): this process runs only global rank `process_rank` of
+  /// world_size, on device first_device, and joins the others through `nccl_id` (nccl_unique_id()
+  /// of rank 0, delivered by the rendezvous). -1: every rank is a thread of this process.
+  int process_rank = -1;
+  std::vector<uint8_t> nccl_id;
 };
 
+/// A fresh NCCL unique id (ncclGetUniqueId: opens NCCL's bootstrap listener on this host), as
+/// bytes for the rendezvous. Throws std::runtime_error naming the call.
+std::vector<uint8_t> nccl_unique_id();
+
 /// Throws std::invalid_argument naming --world-size when world_size < 1 or exceeds the visible
-/// GPUs (after first_device), std::runtime_error with the failing call when CUDA/NCCL fail.
+/// GPUs (after first_device; one GPU under a multi-process launch), or for a process_rank out of
+/// range or an nccl_id of the wrong size; std::runtime_error with the failing call when CUDA/NCCL
+/// fail (under a multi-process launch, also when a peer never arrives within timeout_s).
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts);
 
 /// Visible CUDA devices; 0 when there is no driver or device (never throws).

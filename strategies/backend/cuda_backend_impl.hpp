@@ -7,6 +7,7 @@
 // operand on another stream (and a write after the other streams' reads), using the end event of
 // those operations: a strategy that forgets a wait cannot produce a race, only less overlap.
 // A buffer is freed on the stream that used it last, after the others' uses of it.
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "strategies/backend/cuda_check.hpp"
 #include "strategies/backend/cuda_kernels.hpp"
 #include "strategies/backend/cuda_pinned_arena.hpp"
+#include "strategies/backend/cuda_process_link.hpp"
 #include "profiling/cupti_collector.hpp"
 
 namespace shardaccum::cuda {
@@ -104,6 +106,11 @@ class CudaRank final : public RankBackend {
     comm_ = c;
     collectives_ = 0;
   }
+  /// Under a multi-process launch: the link to the other processes' ranks, else nullptr.
+  ProcessLink* link() const { return link_.get(); }
+  void set_link(std::unique_ptr<ProcessLink> l) { link_ = std::move(l); }
+  /// This rank's index among the ranks of this process (the host barrier's slot).
+  int local_index() const;
   uint64_t collectives_issued() const { return collectives_; }
   WaitPolicy policy() const;
   /// Waits for the queued host tasks (skipping those not started with `cancel`); returns the
@@ -181,6 +188,7 @@ class CudaRank final : public RankBackend {
   UniqueMemPool pool_;
   ncclComm_t comm_ = nullptr;
   uint64_t collectives_ = 0;
+  std::unique_ptr<ProcessLink> link_;
 
   std::mutex mu_;  // guards everything below up to the host-task queue
   PinnedArena arena_;
@@ -218,6 +226,8 @@ class CudaWorld final : public Backend {
 
   std::string name() const override { return "cuda"; }
   int world_size() const override { return opts_.world_size; }
+  std::vector<int> local_ranks() const override;
+  void allgather(std::vector<std::vector<uint8_t>>& per_rank) override;
   void run(const std::function<void(RankBackend&)>& fn) override;
   nlohmann::json context() const override;
   bool gpu_times() const override { return true; }
@@ -231,10 +241,17 @@ class CudaWorld final : public Backend {
   const CudaBackendOptions& options() const { return opts_; }
   int host_threads() const { return host_threads_; }
   RankBarrier& barrier() { return barrier_; }
+  /// Ranks of this process: world_size, or 1 under a multi-process launch.
+  int local_count() const { return static_cast<int>(ranks_.size()); }
+  /// The global rank of local rank 0 (0, or process_rank).
+  int rank_base() const { return std::max(opts_.process_rank, 0); }
+  bool multi_process() const { return opts_.process_rank >= 0; }
+  /// Every rank of the world waits here: the host barrier, then (across processes) the link.
+  void all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy, const std::string& what);
   WaitPolicy policy() const { return {opts_.timeout_s, barrier_.failed_flag()}; }
 
  private:
-  /// Runs fn(rank) on one thread per rank (device current); returns each rank's exception.
+  /// Runs fn(i) on one thread per local rank i (device current); returns each one's exception.
   std::vector<std::exception_ptr> run_ranks(const std::function<void(int)>& fn);
   void init_comms();
   void destroy_comms(bool abort) noexcept;

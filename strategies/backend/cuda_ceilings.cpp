@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 
 #include "strategies/backend/cuda_backend_impl.hpp"
 
@@ -13,6 +14,7 @@ namespace {
 
 struct RankCeilings {
   double h2d = 0, d2h = 0, bidir = 0, device_copy = 0, rs_algbw = 0, rs_busbw = 0, host_add = 0;
+  double accumulate = 0;  // the suite's own add kernel alone (not a ceiling: measured against one)
 };
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
@@ -23,13 +25,13 @@ nlohmann::json CudaWorld::measure_ceilings() {
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
   if (!comms_ok_) init_comms();
   const int n = opts_.world_size;
-  std::vector<RankCeilings> res(n);
+  std::vector<RankCeilings> res(local_count());
   const auto t0 = std::chrono::steady_clock::now();
 
   auto errors = run_ranks([&](int r) {
     CudaRank& rank = *ranks_[r];
     const WaitPolicy p = policy();
-    const std::string what = "rank " + std::to_string(r) + ": ceilings";
+    const std::string what = "rank " + std::to_string(rank.rank()) + ": ceilings";
     cudaStream_t compute = rank.stream(Stream::compute), comm = rank.stream(Stream::comm),
                  copy = rank.stream(Stream::copy);
     UniqueEvent start(true), stop(true), join(false);
@@ -43,7 +45,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
         SA_CUDA_CHECK(cudaEventRecord(join.get(), s));
         wait_event(join.get(), rank.comm(), p, what);
       }
-      barrier_.arrive_and_wait(p, what);
+      all_ranks_barrier(rank, p, what);
       cudaStream_t first = *streams.begin();
       SA_CUDA_CHECK(cudaEventRecord(start.get(), first));
       for (cudaStream_t s : streams)
@@ -94,6 +96,15 @@ nlohmann::json CudaWorld::measure_ceilings() {
                                                            cudaMemcpyDeviceToDevice, compute));
                            },
                            {compute}, 10));
+    // The accumulate kernel alone on the same bytes (fp32 += fp32: 8 B read + 4 B written per
+    // element), to compare with the device copy: in a step it shares HBM with NCCL and the
+    // generator, so the step's accumulate_frac_ceiling is lower than the kernel's own.
+    res[r].accumulate = gbps(3.0 * db, timed(
+                                           [&] {
+                                             launch_add(dbuf.get(), DType::fp32, da.get(), DType::fp32,
+                                                        db / 4, false, compute);
+                                           },
+                                           {compute}, 10));
 
     // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
     const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
@@ -127,7 +138,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
     }
     const uint64_t el = hb / 4;
     host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);  // warm-up (thread team)
-    barrier_.arrive_and_wait(p, what);
+    all_ranks_barrier(rank, p, what);
     constexpr int kIters = 3;
     const auto h0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kIters; ++i) host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
@@ -143,6 +154,19 @@ nlohmann::json CudaWorld::measure_ceilings() {
       rethrow_root(errors);
     }
 
+  if (multi_process()) {  // every process's figures, so that the means are the world's
+    static_assert(std::is_trivially_copyable_v<RankCeilings>);
+    std::vector<std::vector<uint8_t>> all(n);
+    const auto* mine = reinterpret_cast<const uint8_t*>(&res[0]);
+    all[rank_base()].assign(mine, mine + sizeof(RankCeilings));
+    allgather(all);
+    res.assign(n, RankCeilings{});
+    for (int r = 0; r < n; ++r) {
+      if (all[r].size() != sizeof(RankCeilings))
+        throw CudaError("ceilings: rank " + std::to_string(r) + " sent " + std::to_string(all[r].size()) + " bytes");
+      std::memcpy(&res[r], all[r].data(), sizeof(RankCeilings));
+    }
+  }
   auto mean = [&](double RankCeilings::*f) {
     double s = 0;
     for (const auto& x : res) s += x.*f;
@@ -156,7 +180,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
                         {"device_copy_gbps", x.device_copy},
                         {"reduce_scatter_algbw_gbps", x.rs_algbw},
                         {"reduce_scatter_busbw_gbps", x.rs_busbw},
-                        {"host_add_gbps", x.host_add}});
+                        {"host_add_gbps", x.host_add},
+                        {"accumulate_kernel_gbps", x.accumulate}});
   nlohmann::json j = {
       {"ceiling_h2d_gbps", mean(&RankCeilings::h2d)},
       {"ceiling_d2h_gbps", mean(&RankCeilings::d2h)},
@@ -165,6 +190,11 @@ nlohmann::json CudaWorld::measure_ceilings() {
       {"ceiling_reduce_scatter_busbw_gbps", mean(&RankCeilings::rs_busbw)},
       {"ceiling_reduce_scatter_algbw_gbps", mean(&RankCeilings::rs_algbw)},
       {"ceiling_host_add_gbps", mean(&RankCeilings::host_add)},
+      {"accumulate_kernel_gbps", mean(&RankCeilings::accumulate)},
+      {"accumulate_kernel_frac_device_copy",
+       mean(&RankCeilings::device_copy) > 0
+           ? mean(&RankCeilings::accumulate) / mean(&RankCeilings::device_copy)
+           : 0.0},
       {"ceiling_per_rank", per_rank},
       {"ceiling_copy_bytes", opts_.ceiling_copy_bytes},
       {"ceiling_device_copy_bytes", opts_.ceiling_device_copy_bytes},

@@ -40,8 +40,9 @@ __device__ __forceinline__ void store1(void* p, uint64_t i, float v) {
 template <DType T>
 __device__ __forceinline__ void load8(const void* p, uint64_t v, float (&x)[kVec]) {
   if constexpr (T == DType::fp32) {
+    // Streaming (evict-first) accesses: every byte is touched once per kernel.
     const float4* q = static_cast<const float4*>(p) + 2 * v;
-    const float4 a = q[0], b = q[1];
+    const float4 a = __ldcs(q), b = __ldcs(q + 1);
     x[0] = a.x;
     x[1] = a.y;
     x[2] = a.z;
@@ -51,7 +52,7 @@ __device__ __forceinline__ void load8(const void* p, uint64_t v, float (&x)[kVec
     x[6] = b.z;
     x[7] = b.w;
   } else {
-    const uint4 u = static_cast<const uint4*>(p)[v];
+    const uint4 u = __ldcs(static_cast<const uint4*>(p) + v);
     const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -64,15 +65,15 @@ template <DType T>
 __device__ __forceinline__ void store8(void* p, uint64_t v, const float (&x)[kVec]) {
   if constexpr (T == DType::fp32) {
     float4* q = static_cast<float4*>(p) + 2 * v;
-    q[0] = make_float4(x[0], x[1], x[2], x[3]);
-    q[1] = make_float4(x[4], x[5], x[6], x[7]);
+    __stcs(q, make_float4(x[0], x[1], x[2], x[3]));
+    __stcs(q + 1, make_float4(x[4], x[5], x[6], x[7]));
   } else {
     uint32_t w[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       w[k] = static_cast<uint32_t>(float_to_bf16(x[2 * k])) |
              static_cast<uint32_t>(float_to_bf16(x[2 * k + 1])) << 16;
-    static_cast<uint4*>(p)[v] = make_uint4(w[0], w[1], w[2], w[3]);
+    __stcs(static_cast<uint4*>(p) + v, make_uint4(w[0], w[1], w[2], w[3]));
   }
 }
 
@@ -113,7 +114,26 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
   uint64_t done = 0;
   if constexpr (Vec) {
     const uint64_t nv = n / kVec;
-    for (uint64_t v = tid; v < nv; v += stride) {
+    // Two vectors per thread and iteration, every load issued before the first add: more bytes in
+    // flight per thread, which a kernel of two reads and a write needs to approach the copy rate.
+    uint64_t v = tid;
+    for (; v + stride < nv; v += 2 * stride) {
+      float d0[kVec], s0[kVec], d1[kVec], s1[kVec];
+      load8<S>(src, v, s0);
+      load8<S>(src, v + stride, s1);
+      if constexpr (!Assign) {
+        load8<D>(dst, v, d0);
+        load8<D>(dst, v + stride, d1);
+      }
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        d0[k] = Assign ? s0[k] : d0[k] + s0[k];
+        d1[k] = Assign ? s1[k] : d1[k] + s1[k];
+      }
+      store8<D>(dst, v, d0);
+      store8<D>(dst, v + stride, d1);
+    }
+    if (v < nv) {
       float d[kVec], s[kVec];
       load8<S>(src, v, s);
       if constexpr (!Assign) load8<D>(dst, v, d);
@@ -221,7 +241,7 @@ __global__ void check_final_kernel(const CheckSums* partials, int count, CheckSu
 template <DType D, DType S, bool Assign>
 void add_typed(void* dst, const void* src, uint64_t n, cudaStream_t s) {
   if (aligned16(dst) && aligned16(src))
-    add_kernel<D, S, Assign, true><<<blocks_for(n / kVec + 1), kThreads, 0, s>>>(dst, src, n);
+    add_kernel<D, S, Assign, true><<<blocks_for(n / (2 * kVec) + 1), kThreads, 0, s>>>(dst, src, n);
   else
     add_kernel<D, S, Assign, false><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
 }
@@ -282,6 +302,13 @@ void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s) 
       scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
   }
   SA_CUDA_LAUNCH_CHECK("scale_kernel");
+}
+
+__global__ void publish_flag_kernel(const int* flag, volatile int* mapped) { *mapped = *flag; }
+
+void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s) {
+  publish_flag_kernel<<<1, 1, 0, s>>>(flag, mapped);
+  SA_CUDA_LAUNCH_CHECK("publish_flag_kernel");
 }
 
 void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,

@@ -23,6 +23,11 @@ void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool
 /// dst *= factor, in fp32 (as the host backend), rounded to dst's dtype.
 void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s);
 
+/// *mapped = *flag: hands a 4-byte control flag (ProcessLink) to the host through mapped pinned
+/// memory, so that no memcpy appears among a measured step's copies (CUPTI counts those). The one
+/// place a kernel touches pinned memory, and never gradient data.
+void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s);
+
 /// The oracle's partial sums (DESIGN.md §5), summed in a fixed order: deterministic.
 struct CheckSums {
   double err_norm2;

@@ -100,6 +100,10 @@ TEST(Launcher, ResolveThreadsAutoEnv) {
   EXPECT_EQ(resolve_launcher("auto", fake(none)).launcher, "threads");
   EXPECT_EQ(resolve_launcher("auto", fake(torch)).launcher, "torchrun");
   EXPECT_EQ(resolve_launcher("env", fake(torch)).world_size, 2);
+  // A batch script's world of 1 (SLURM_PROCID=0, SLURM_NTASKS=1) keeps auto threaded; env obeys.
+  Env slurm1{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_LOCALID", "0"}};
+  EXPECT_EQ(resolve_launcher("auto", fake(slurm1)).launcher, "threads");
+  EXPECT_EQ(resolve_launcher("env", fake(slurm1)).launcher, "slurm");
   const std::string msg = invalid_message([&] { resolve_launcher("env", fake(none)); });
   EXPECT_NE(msg.find("--launcher env"), std::string::npos) << msg;
   for (const char* var : {"RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK"})
@@ -145,6 +149,12 @@ TEST(Launcher, RendezvousSpecParsing) {
   EXPECT_EQ(d.kind, RendezvousSpec::tcp);
   EXPECT_EQ(d.host, "127.0.0.1");
   EXPECT_EQ(d.port, 29500);
+  // Under torchrun the agent's store holds MASTER_PORT: the default moves to the next port.
+  Env agent{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"},
+            {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  const RendezvousSpec a = parse_rendezvous("", *launch_from_env(fake(agent)));
+  EXPECT_EQ(a.host, "10.0.0.1");
+  EXPECT_EQ(a.port, 29501);
   RendezvousSpec f = parse_rendezvous("file:/shared/job42/nccl_id", info);
   EXPECT_EQ(f.kind, RendezvousSpec::file);
   EXPECT_EQ(f.path, "/shared/job42/nccl_id");

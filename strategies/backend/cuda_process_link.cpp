@@ -1,0 +1,118 @@
+#include "strategies/backend/cuda_process_link.hpp"
+
+#include <cstring>
+
+#include "strategies/backend/cuda_kernels.hpp"
+
+namespace shardaccum::cuda {
+
+namespace {
+
+/// Issues an NCCL call on a non-blocking communicator and settles it.
+void nccl_call(ncclResult_t r, ncclComm_t comm, const WaitPolicy& policy, const std::string& what,
+               const char* call) {
+  if (r == ncclInProgress)
+    settle(comm, policy, what);
+  else if (r != ncclSuccess)
+    throw_nccl(r, call, __FILE__, __LINE__);
+}
+
+}  // namespace
+
+ProcessLink::ProcessLink(ncclComm_t data_comm, int rank, int world_size, const WaitPolicy& policy,
+                         const std::string& who)
+    : rank_(rank), world_(world_size), stream_(0), done_(false), flag_(sizeof(int)) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t r = ncclCommSplit(data_comm, 0, rank, &comm_, &config);
+  if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclCommSplit", __FILE__, __LINE__);
+  settle(comm_ ? comm_ : data_comm, policy, who + ": ncclCommSplit (the process link)");
+  SA_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&mapped_), sizeof(int), cudaHostAllocMapped));
+}
+
+ProcessLink::~ProcessLink() {
+  if (comm_) {
+    // Finalize lets the peers' last operations complete; bounded, and an abort if it fails.
+    try {
+      const ncclResult_t r = ncclCommFinalize(comm_);
+      if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclCommFinalize", __FILE__, __LINE__);
+      settle(comm_, WaitPolicy{10, nullptr}, "process link: ncclCommFinalize");
+      ncclCommDestroy(comm_);
+    } catch (...) {
+      ncclCommAbort(comm_);
+    }
+  }
+  if (mapped_) cudaFreeHost(mapped_);
+}
+
+void ProcessLink::abort() noexcept {
+  if (comm_) ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+void ProcessLink::finish(const WaitPolicy& policy, const std::string& what) {
+  try {
+    SA_CUDA_CHECK(cudaEventRecord(done_.get(), stream_.get()));
+    wait_event(done_.get(), comm_, policy, what);
+  } catch (...) {
+    abort();
+    throw;
+  }
+}
+
+bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& what) {
+  if (!comm_) throw NcclError(what + ": the process link was aborted after an earlier failure");
+  cudaStream_t s = stream_.get();
+  int* flag = static_cast<int*>(flag_.get());
+  int* mapped_dev = nullptr;
+  SA_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped_dev), mapped_, 0));
+  *mapped_ = -1;
+  SA_CUDA_CHECK(cudaMemsetAsync(flag, mine ? 1 : 0, sizeof(int), s));  // 0 or 0x01010101
+  try {
+    nccl_call(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, comm_, s), comm_, policy, what,
+              "ncclAllReduce");
+  } catch (...) {
+    abort();
+    throw;
+  }
+  launch_publish_flag(flag, mapped_dev, s);
+  finish(policy, what);
+  return *static_cast<volatile int*>(mapped_) != 0;
+}
+
+std::vector<std::vector<uint8_t>> ProcessLink::allgather(const std::vector<uint8_t>& mine,
+                                                         const WaitPolicy& policy,
+                                                         const std::string& what) {
+  if (!comm_) throw NcclError(what + ": the process link was aborted after an earlier failure");
+  cudaStream_t s = stream_.get();
+  const auto gather = [&](const void* in, size_t bytes, void* out) {
+    const size_t need = bytes * (world_ + 1);
+    if (scratch_.bytes() < need) scratch_ = DeviceMemory(need);
+    auto* dev = static_cast<uint8_t*>(scratch_.get());
+    SA_CUDA_CHECK(cudaMemcpyAsync(dev, in, bytes, cudaMemcpyHostToDevice, s));
+    try {
+      nccl_call(ncclAllGather(dev, dev + bytes, bytes, ncclUint8, comm_, s), comm_, policy, what,
+                "ncclAllGather");
+    } catch (...) {
+      abort();
+      throw;
+    }
+    SA_CUDA_CHECK(cudaMemcpyAsync(out, dev + bytes, bytes * world_, cudaMemcpyDeviceToHost, s));
+    finish(policy, what);
+  };
+  // Sizes first, then every blob padded to the largest.
+  const uint64_t size = mine.size();
+  std::vector<uint64_t> sizes(world_);
+  gather(&size, sizeof size, sizes.data());
+  uint64_t largest = 1;
+  for (uint64_t x : sizes) largest = std::max(largest, x);
+  std::vector<uint8_t> padded(largest, 0), all(largest * world_);
+  std::memcpy(padded.data(), mine.data(), mine.size());
+  gather(padded.data(), largest, all.data());
+  std::vector<std::vector<uint8_t>> out(world_);
+  for (int r = 0; r < world_; ++r)
+    out[r].assign(all.begin() + r * largest, all.begin() + r * largest + sizes[r]);
+  return out;
+}
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,52 @@
+#pragma once
+// The link of one rank to the ranks that live in other processes (one process per GPU,
+// --launcher env). The threaded cuda backend agrees errors and starts the ceilings together with
+// a host barrier; across processes the same happens over a second NCCL communicator split from
+// the data one, on its own stream, so that agreeing never waits behind the step's queued GPU work
+// and never reorders the data communicator's collectives.
+//
+// Inside a measured step only `any` is called, and it moves no memcpy (CUPTI counts the step's
+// copies): a memset sets the flag, an all-reduce (max) combines it, a one-thread kernel hands it
+// to mapped pinned memory. `allgather` copies, and is called between steps only.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strategies/backend/cuda_check.hpp"
+
+namespace shardaccum::cuda {
+
+class ProcessLink {
+ public:
+  /// Splits `data_comm` (ncclCommSplit, non-blocking, settled within policy.timeout_s). Must be
+  /// called on every rank of the communicator, with the rank's device current.
+  /// Throws NcclError / WaitTimeout.
+  ProcessLink(ncclComm_t data_comm, int rank, int world_size, const WaitPolicy& policy,
+              const std::string& who);
+  ~ProcessLink();  // destroys the communicator, or aborts it after abort() or a failure
+  ProcessLink(const ProcessLink&) = delete;
+  ProcessLink& operator=(const ProcessLink&) = delete;
+
+  /// True on every process if any rank passed true. A collective of the link's communicator.
+  /// A peer that never arrives: WaitTimeout after policy.timeout_s (the communicator is then
+  /// aborted and the link unusable).
+  bool any(bool mine, const WaitPolicy& policy, const std::string& what);
+  /// Every rank's bytes, in rank order (sizes may differ). Throws as `any`.
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const WaitPolicy& policy,
+                                              const std::string& what);
+  /// Aborts the communicator (a peer failed): later calls throw NcclError.
+  void abort() noexcept;
+
+ private:
+  /// Waits for the link stream; on failure aborts and rethrows.
+  void finish(const WaitPolicy& policy, const std::string& what);
+
+  ncclComm_t comm_ = nullptr;
+  int rank_, world_;
+  UniqueStream stream_;
+  UniqueEvent done_;
+  DeviceMemory flag_, scratch_;
+  int* mapped_ = nullptr;  // cudaHostAllocMapped: the flag as the host sees it
+};
+
+}  // namespace shardaccum::cuda
