@@ -145,6 +145,16 @@ void append_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityReco
   }
 }
 
+void append_markers_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityRecord>& markers,
+                             const ClockMap& clock) {
+  if (!t.recorder) return;
+  for (const ActivityRecord& m : markers) {
+    if (m.kind != ActivityRecord::Kind::marker || m.end_ns < m.start_ns || m.end_ns == 0) continue;
+    t.complete("NVTX via CUPTI, thread " + std::to_string(m.thread), m.name, "nvtx_cupti",
+               clock.to_steady(m.start_ns), clock.to_steady(m.end_ns), {{"domain", m.domain}});
+  }
+}
+
 std::string other_profiler_reason(const std::function<const char*(const char*)>& getenv_fn) {
   const auto env = [&](const char* k) -> const char* {
     return getenv_fn ? getenv_fn(k) : std::getenv(k);

@@ -81,6 +81,15 @@ void append_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityReco
                      const ClockMap& clock,
                      const std::function<std::string(uint32_t stream)>& track_of = {});
 
+/// Records NVTX ranges as CUPTI's MARKER records delivered them (NVTX_INJECTION64_PATH naming
+/// libcupti) into the calling rank's trace: one complete event per range on the track
+/// "NVTX via CUPTI, thread <CUPTI thread id>", named by the range's message, category
+/// "nvtx_cupti", args domain. They are the GPU-side witness of the hierarchy the host recorder
+/// also writes (track "NVTX"); a marker without an end is skipped. Does nothing when `t.recorder`
+/// is null.
+void append_markers_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityRecord>& markers,
+                             const ClockMap& clock);
+
 /// A reason to keep the in-process CUPTI collector off because another CUPTI client (Nsight
 /// Systems) is attached, read from the environment through `getenv_fn` (std::getenv by
 /// default): NSYS_PROFILING_SESSION_ID and the other variables nsys sets in its target, or

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The reference GPU session (nvidia-h200-x2): builds, runs the main job, the GPU tests, the
-# offload-bound case, CUPTI on/off and a compute-sanitizer check, each step bounded in time.
-# Results go to reports/_gpu/ and, packed after every step, to $PACK_TO/gpu_session.tgz (so a
-# session cut short still returns what it finished). Run from the repository root.
+# The reference GPU session (nvidia-h200-x2): build, then the named parts, each bounded in time:
+#   tests    ctest -L gpu (the GPU tests, incl. one process per GPU and CUPTI's NVTX markers)
+#   launch   threaded against `torchrun --no-python` 2 processes on llama2-7b (#6)
+#   offload  uniform:16x64M SSSS cpu-add/gpu-add against the PCIe bound, CUPTI on and off, a trace
+#   sanitize compute-sanitizer memcheck on a small case
+#   main     the main job, scripts/run.sh --name h200x2-llama2-7b
+# e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
+# after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
+# Run from the repository root.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=reports/_gpu
@@ -10,7 +15,7 @@ PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" reports/h200x2-llama2-7b 2>/dev/null \
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b 2>/dev/null) 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
@@ -21,25 +26,46 @@ cmake --preset default >"$OUT/build.log" 2>&1 && cmake --build build -j "$(nproc
   || { tail -30 "$OUT/build.log"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpus.csv"
 
-step "main job: scripts/run.sh --name h200x2-llama2-7b"
-timeout 400 bash scripts/run.sh --no-install --name h200x2-llama2-7b 2>&1 | tee "$OUT/main_job.log" | grep -v '^accum/' | tail -40
-
-step "GPU tests (ctest -L gpu)"
-timeout 90 ctest --test-dir build -L gpu --output-on-failure >"$OUT/gpu_tests.log" 2>&1
-tail -5 "$OUT/gpu_tests.log"
-
-step "offload against the PCIe bound: uniform:16x64M, SSSS, cpu-add and gpu-add, CUPTI on and off"
-for cupti in on off; do
-  timeout 60 $B --model uniform:16x64M --schedule sync --binding data-free --mode flag \
-    --offload cpu-add,gpu-add --cupti $cupti --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-    --benchmark_out="$OUT/offload16x64M_cupti_$cupti.json" --benchmark_out_format=json 2>&1 | grep -E '_mean|error' | sed 's/ accumulate.*step_ms=/ step_ms=/' | tail -4
+for part in "$@"; do
+  case "$part" in
+  tests)
+    step "GPU tests (ctest -L gpu)"
+    timeout 330 ctest --test-dir build -L gpu --output-on-failure --timeout 300 >"$OUT/gpu_tests.log" 2>&1
+    grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -12
+    grep -E "rank 0 ended|CUPTI marker ranges" "$OUT/gpu_tests.log" | head -4
+    ;;
+  launch)
+    step "one process per GPU: threaded against torchrun --no-python, llama2-7b"
+    L=(--model llama2-7b --binding data-free --mode flag --offload none,gpu-add,cpu-add,copy
+       --schedule nnnS,SSSS --benchmark_out_format=json)
+    timeout 150 $B "${L[@]}" --launcher threads --benchmark_out="$OUT/launch_threads.json" >"$OUT/launch_threads.log" 2>&1
+    tail -2 "$OUT/launch_threads.log"
+    timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python $B "${L[@]}" \
+      --benchmark_out="$OUT/launch_torchrun.json" >"$OUT/launch_torchrun.log" 2>&1
+    echo "torchrun rc=$?"; tail -2 "$OUT/launch_torchrun.log"
+    ;;
+  offload)
+    step "offload against the PCIe bound: uniform:16x64M, SSSS, cpu-add and gpu-add, CUPTI on and off"
+    for cupti in on off; do
+      timeout 80 $B --model uniform:16x64M --schedule sync --binding data-free --mode flag \
+        --offload cpu-add,gpu-add --cupti $cupti --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$OUT/offload16x64M_cupti_$cupti.json" --benchmark_out_format=json 2>&1 | grep -E '_mean|error' | sed 's/ accumulate.*step_ms=/ step_ms=/' | tail -4
+    done
+    timeout 40 $B --model uniform:16x64M --schedule sync --preset fsdp2 --trace "$OUT/trace_fsdp2.json" \
+      --benchmark_out="$OUT/trace_fsdp2.bench.json" --benchmark_out_format=json 2>&1 | tail -2
+    ;;
+  sanitize)
+    step "compute-sanitizer memcheck, small case"
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    timeout 60 "$CS" --tool memcheck --leak-check no $B --model uniform:3x1000 --world-size 1 --warmup 0 \
+      --steps 2 --schedule nSnS --preset fsdp2,zero3,fsdp1 --cupti off --ceilings off >"$OUT/memcheck.log" 2>&1
+    tail -3 "$OUT/memcheck.log"
+    ;;
+  main)
+    step "main job: scripts/run.sh --name h200x2-llama2-7b"
+    timeout 420 bash scripts/run.sh --no-install --name h200x2-llama2-7b 2>&1 | tee "$OUT/main_job.log" | grep -v '^accum/' | tail -30
+    ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main)"; exit 2 ;;
+  esac
 done
-timeout 40 $B --model uniform:16x64M --schedule sync --preset fsdp2 --trace "$OUT/trace_fsdp2.json" \
-  --benchmark_out="$OUT/trace_fsdp2.bench.json" --benchmark_out_format=json 2>&1 | tail -2
-
-step "compute-sanitizer memcheck, small case"
-CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-timeout 60 "$CS" --tool memcheck --leak-check no $B --model uniform:3x1000 --world-size 1 --warmup 0 \
-  --steps 2 --schedule nSnS --preset fsdp2,zero3,fsdp1 --cupti off --ceilings off >"$OUT/memcheck.log" 2>&1
-tail -3 "$OUT/memcheck.log"
 step "done"

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <unistd.h>
 #include <thread>
 #include <utility>
 
 #include "strategies/backend/cuda_backend_impl.hpp"
+#include "profiling/nvtx.hpp"
 #include "profiling/trace.hpp"
 #include "strategies/unit_grad.hpp"
 
@@ -461,6 +463,9 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   const bool d2h = dst.space() == MemSpace::pinned_host;
   const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
   const int si = idx(s);
+  // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase.
+  std::optional<nvtx::PhaseRange> range;
+  if (h2d || d2h) range.emplace(phase, src.bytes(), rank_);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
   end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}});
@@ -488,6 +493,7 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
   if (in_step_) m_.cpu_add_bytes += src.bytes() + 2 * dst.bytes();
   host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
+    nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_);  // worker thread
     host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
   });
 }
@@ -708,7 +714,8 @@ StepMetrics CudaRank::end_step() {
   m_.accounted_d2h_bytes = m_.d2h_bytes;
   if (auto* c = world_.collector()) {
     // Every stream is idle: the window holds all of the step's records, none of the oracle's.
-    const gpu_activity::WindowTotals w = c->totals(device_, cupti_t0_, c->now());
+    const uint64_t t_end = c->now();
+    const gpu_activity::WindowTotals w = c->totals(device_, cupti_t0_, t_end);
     m_.bytes_from_cupti = true;
     m_.h2d_bytes = w.h2d_bytes;
     m_.d2h_bytes = w.d2h_bytes;
@@ -724,6 +731,9 @@ StepMetrics CudaRank::end_step() {
         if (id == ids[2]) return "copy stream";
         return "other stream";
       });
+      // NVTX ranges as CUPTI saw them (every thread of the process: asked once, by local rank 0).
+      if (c->markers_enabled() && local_index() == 0)
+        gpu_activity::append_markers_to_trace(*tt, c->markers(cupti_t0_, t_end), c->clock_map());
     }
   }
   forget_pending();  // every stream is idle: the end event follows all three

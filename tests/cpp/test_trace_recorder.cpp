@@ -264,6 +264,36 @@ TEST(GpuActivity, WindowSumsOnlyThatDeviceAndRecordsStartingInside) {
   EXPECT_TRUE(names.count("generate_kernel(void*, unsigned long, GradKey, bool)")) << "demangled";
 }
 
+TEST(GpuActivity, CuptiMarkersBecomeNvtxEventsPerThread) {
+  trace::TraceRecorder rec;
+  const trace::ThreadTrace tt{&rec, 1, "c"};
+  ga::ClockMap clock;
+  clock.offset_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(rec.origin().time_since_epoch()).count();
+  const auto marker = [](uint32_t thread, const char* name, uint64_t t0, uint64_t t1) {
+    ga::ActivityRecord m;
+    m.kind = ga::ActivityRecord::Kind::marker;
+    m.thread = thread;
+    m.name = name;
+    m.domain = "shardaccum";
+    m.start_ns = t0;
+    m.end_ns = t1;
+    return m;
+  };
+  ga::append_markers_to_trace(tt, {marker(7, "step 1 x", 1000, 9000), marker(7, "backward", 2000, 3000),
+                                   marker(8, "cpu_add", 4000, 5000), marker(7, "open", 6000, 0)},
+                              clock);
+  const auto evs = rec.events();
+  ASSERT_EQ(evs.size(), 3u) << "a marker without an end is skipped";
+  std::set<std::string> tracks;
+  for (const auto& e : evs) tracks.insert(e.track);
+  EXPECT_EQ(tracks, (std::set<std::string>{"NVTX via CUPTI, thread 7", "NVTX via CUPTI, thread 8"}));
+  EXPECT_NEAR(evs[0].start_us, 1.0, 1e-6);
+  EXPECT_NEAR(evs[0].duration_us, 8.0, 1e-6);
+  EXPECT_EQ(evs[0].pid, 1);
+  EXPECT_EQ(evs[1].args.at("domain"), "shardaccum");
+}
+
 TEST(GpuActivity, NsightSystemsIsDetectedFromItsEnvironment) {
   std::map<std::string, std::string> env;
   const auto get = [&](const char* k) -> const char* {
