@@ -32,6 +32,13 @@ class BackendPool {
   /// time (the previous is destroyed first), so GPU memory is not held twice.
   Backend& get(int world_size);
   const BackendChoice& choice() const { return choice_; }
+  /// Whether a world was abandoned after losing a peer process (Backend::abandoned): the process
+  /// must then end with std::_Exit, never tearing that world down.
+  bool abandoned() const {
+    for (const auto& [w, b] : worlds_)
+      if (b && b->abandoned()) return true;
+    return false;
+  }
   /// Waits (collectives, peers) of the cuda backend end with an error after this many seconds.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   /// One process per GPU (--launcher env): this process is global rank `rank`, on visible device

@@ -331,6 +331,10 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "shardaccum_bench: %serror: cuda backend: %s\n",
                    processes ? ("rank " + std::to_string(launch.rank) + ": ").c_str() : "", e.what());
+      if (processes) {  // a peer may be gone: no teardown that could wait for it
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
       return 1;
     }
   }
@@ -364,6 +368,15 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&silent);
   }
   benchmark::Shutdown();
+  // A multi-process launch that lost a peer ends without tearing NCCL down (it could hang there):
+  // results first, then std::_Exit.
+  const auto end = [&](int rc) {
+    if (pool.abandoned()) {
+      std::fflush(nullptr);
+      std::_Exit(rc);
+    }
+    return rc;
+  };
 
   // Nothing ran (a filter that matches nothing, --benchmark_list_tests): keep any older result.
   const RunTally tally = run_tally();
@@ -372,10 +385,10 @@ int main(int argc, char** argv) {
     const bool listing = flag_value(opts.benchmark_args, "--benchmark_list_tests") == "true" ||
                          std::find(opts.benchmark_args.begin(), opts.benchmark_args.end(),
                                    "--benchmark_list_tests") != opts.benchmark_args.end();
-    if (listing) return 0;
+    if (listing) return end(0);
     std::fprintf(stderr, "shardaccum_bench: error: no case ran (does --benchmark_filter match any name? see "
                          "--list); %s\n", out_path.empty() ? "nothing written" : ("left " + out_path + " as it was").c_str());
-    return 2;
+    return end(2);
   }
   if (!tmp_path.empty()) {
     std::error_code ec;
@@ -383,7 +396,7 @@ int main(int argc, char** argv) {
     if (ec) {
       std::fprintf(stderr, "shardaccum_bench: error: could not move %s to %s: %s\n", tmp_path.c_str(),
                    out_path.c_str(), ec.message().c_str());
-      return 1;
+      return end(1);
     }
     std::fprintf(stderr, "shardaccum_bench: wrote %s\n", out_path.c_str());
   }
@@ -400,14 +413,14 @@ int main(int argc, char** argv) {
       recorder->write_chrome_trace(opts.trace);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "shardaccum_bench: error: --trace: %s\n", e.what());
-      return 1;
+      return end(1);
     }
     std::fprintf(stderr, "shardaccum_bench: wrote trace %s (%zu events; open in ui.perfetto.dev)\n",
                  opts.trace.c_str(), recorder->size());
   }
   if (tally.failed == tally.done) {
     std::fprintf(stderr, "shardaccum_bench: error: every case ended with an error (see above)\n");
-    return 1;
+    return end(1);
   }
-  return 0;
+  return end(0);
 }

@@ -33,22 +33,29 @@ for part in "$@"; do
     timeout 330 ctest --test-dir build -L gpu --output-on-failure --timeout 300 >"$OUT/gpu_tests.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -12
     grep -E "rank 0 ended|CUPTI marker ranges" "$OUT/gpu_tests.log" | head -4
+    nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
     ;;
   launch)
     step "one process per GPU: threaded against torchrun --no-python, llama2-7b"
     L=(--model llama2-7b --binding data-free --mode flag --offload none,gpu-add,cpu-add,copy
        --schedule nnnS,SSSS --benchmark_out_format=json)
-    timeout 150 $B "${L[@]}" --launcher threads --benchmark_out="$OUT/launch_threads.json" >"$OUT/launch_threads.log" 2>&1
-    tail -2 "$OUT/launch_threads.log"
-    timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python $B "${L[@]}" \
-      --benchmark_out="$OUT/launch_torchrun.json" >"$OUT/launch_torchrun.log" 2>&1
-    echo "torchrun rc=$?"; tail -2 "$OUT/launch_torchrun.log"
+    nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
+    # threaded, torchrun, threaded again: the two threaded runs bound the run-to-run noise.
+    for run in threads torchrun threads2; do
+      if [ "$run" = torchrun ]; then
+        timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python $B "${L[@]}" \
+          --benchmark_out="$OUT/launch_$run.json" >"$OUT/launch_$run.log" 2>&1
+      else
+        timeout 150 $B "${L[@]}" --launcher threads --benchmark_out="$OUT/launch_$run.json" >"$OUT/launch_$run.log" 2>&1
+      fi
+      echo "$run rc=$?"; grep -E "FAILED|error" "$OUT/launch_$run.log" | head -3
+    done
     ;;
   offload)
     step "offload against the PCIe bound: uniform:16x64M, SSSS, cpu-add and gpu-add, CUPTI on and off"
     for cupti in on off; do
       timeout 80 $B --model uniform:16x64M --schedule sync --binding data-free --mode flag \
-        --offload cpu-add,gpu-add --cupti $cupti --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --offload cpu-add,gpu-add --cupti $cupti --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
         --benchmark_out="$OUT/offload16x64M_cupti_$cupti.json" --benchmark_out_format=json 2>&1 | grep -E '_mean|error' | sed 's/ accumulate.*step_ms=/ step_ms=/' | tail -4
     done
     timeout 40 $B --model uniform:16x64M --schedule sync --preset fsdp2 --trace "$OUT/trace_fsdp2.json" \

@@ -873,9 +873,56 @@ CudaWorld::CudaWorld(const CudaBackendOptions& opts)
       throw;
     }
   }
+  if (multi_process()) watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
-CudaWorld::~CudaWorld() { destroy_comms(!comms_ok_); }
+CudaWorld::~CudaWorld() {
+  watchdog_stop_ = true;
+  if (watchdog_.joinable()) watchdog_.join();
+  if (abandoned_) {  // no NCCL or CUDA teardown: it could hang on the dead peer
+    for (auto& r : ranks_) (void)r.release();
+    return;
+  }
+  destroy_comms(!comms_ok_);
+}
+
+CudaWorld::Busy::Busy(CudaWorld& world) : w(world) {
+  w.busy_since_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+CudaWorld::Busy::~Busy() { w.busy_since_ns_ = 0; }
+
+void CudaWorld::watchdog_loop() {
+  while (!watchdog_stop_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    const int64_t since = busy_since_ns_.load();
+    if (!since) continue;
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    const double idle = (now - std::max(since, last_wait_poll_ns())) * 1e-9;
+    if (idle > opts_.timeout_s + 15) {
+      std::fprintf(stderr,
+                   "shardaccum cuda: rank %d: no progress for %.0f s (--timeout %g + 15 s): a CUDA or NCCL "
+                   "call is stuck, most likely on a peer process that died; ending this process (exit 1)\n",
+                   rank_base(), idle, opts_.timeout_s);
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
+  }
+}
+
+void CudaWorld::abandon(const std::string& why) noexcept {
+  if (abandoned_) return;
+  abandoned_ = true;
+  comms_ok_ = false;
+  for (auto& r : ranks_)
+    if (r && r->link()) r->link()->abandon();
+  dead_ = "this multi-process launch lost a peer process or a collective hung (" + why +
+          "); the remaining cases cannot run";
+  std::fprintf(stderr,
+               "shardaccum cuda: rank %d: %s. The process ends once its results are written, without "
+               "tearing NCCL down (ncclCommAbort can hang on a dead peer).\n",
+               rank_base(), dead_.c_str());
+}
 
 std::vector<std::exception_ptr> CudaWorld::run_ranks(const std::function<void(int)>& fn) {
   barrier_.reset();
@@ -932,12 +979,16 @@ void CudaWorld::init_comms() {
   comms_ok_ = true;
 }
 
-void CudaWorld::destroy_comms(bool abort) noexcept {
+void CudaWorld::destroy_comms(bool abort, const std::string& why) noexcept {
+  if (abort && multi_process()) {
+    abandon(why.empty() ? "communicators aborted after a failure" : why);
+    return;
+  }
   const WaitPolicy p{std::min(opts_.timeout_s, 60.0), nullptr};
   auto errors = run_ranks([&](int r) {
     ncclComm_t c = ranks_[r] ? ranks_[r]->comm() : nullptr;
     if (ranks_[r] && ranks_[r]->link()) {
-      if (abort) ranks_[r]->link()->abort();
+      if (abort) ranks_[r]->link()->abandon();
       ranks_[r]->set_link(nullptr);
     }
     if (!c) return;
@@ -969,6 +1020,7 @@ void CudaWorld::destroy_comms(bool abort) noexcept {
 
 void CudaWorld::run(const std::function<void(RankBackend&)>& fn) {
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
+  Busy busy(*this);
   if (!comms_ok_) init_comms();
   auto errors = run_ranks([&](int r) {
     CudaRank& rank = *ranks_[r];
@@ -1013,6 +1065,21 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
       abort = abort || multi_process();
     }
   }
+  if (abort && multi_process()) {
+    std::string why = "unknown error";
+    for (const auto& e : errors)
+      if (e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          why = x.what();
+        } catch (...) {
+        }
+        break;
+      }
+    abandon(why);  // its streams may hold a collective that never ends: no drain
+    return;
+  }
   if (abort) destroy_comms(true);
   auto drained = run_ranks([&](int r) {
     ranks_[r]->recover(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr});
@@ -1037,13 +1104,21 @@ void CudaWorld::allgather(std::vector<std::vector<uint8_t>>& per_rank) {
   if (!multi_process()) return;
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
   if (!comms_ok_ || !ranks_[0]->link()) throw NcclError("allgather: no process link (aborted after a failure)");
+  Busy busy(*this);
   auto errors = run_ranks([&](int) {
     CudaRank& r = *ranks_[0];
     per_rank = r.link()->allgather(per_rank.at(r.rank()), policy(),
                                    "rank " + std::to_string(r.rank()) + ": gathering every rank's figures");
   });
   if (errors[0]) {
-    destroy_comms(true);
+    std::string why = "gathering every rank's figures failed";
+    try {
+      std::rethrow_exception(errors[0]);
+    } catch (const std::exception& x) {
+      why = x.what();
+    } catch (...) {
+    }
+    destroy_comms(true, why);
     std::rethrow_exception(errors[0]);
   }
 }

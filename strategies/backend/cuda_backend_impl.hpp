@@ -246,6 +246,11 @@ class CudaWorld final : public Backend {
   /// The global rank of local rank 0 (0, or process_rank).
   int rank_base() const { return std::max(opts_.process_rank, 0); }
   bool multi_process() const { return opts_.process_rank >= 0; }
+  /// Under a multi-process launch, after a failure no rank can recover from (a peer process died,
+  /// a collective hung): later calls fail at once and teardown calls neither NCCL nor CUDA, since
+  /// ncclCommAbort can hang when a peer on the node died (NVIDIA/nccl#863). The caller ends the
+  /// process (bench/main.cpp: std::_Exit after writing its results).
+  bool abandoned() const override { return abandoned_; }
   /// Every rank of the world waits here: the host barrier, then (across processes) the link.
   void all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy, const std::string& what);
   WaitPolicy policy() const { return {opts_.timeout_s, barrier_.failed_flag()}; }
@@ -254,7 +259,19 @@ class CudaWorld final : public Backend {
   /// Runs fn(i) on one thread per local rank i (device current); returns each one's exception.
   std::vector<std::exception_ptr> run_ranks(const std::function<void(int)>& fn);
   void init_comms();
-  void destroy_comms(bool abort) noexcept;
+  /// Finalizes and destroys the communicators, or aborts them (`abort`). Under a multi-process
+  /// launch an abort abandons the world instead (see abandoned()).
+  void destroy_comms(bool abort, const std::string& why = "") noexcept;
+  void abandon(const std::string& why) noexcept;
+  /// Under a multi-process launch: ends the process when a call outside the bounded waits makes no
+  /// progress for timeout_s + 15 s while ranks are busy (an NCCL or CUDA call stuck on a dead peer).
+  void watchdog_loop();
+  /// Marks the ranks busy for the watchdog while alive.
+  struct Busy {
+    explicit Busy(CudaWorld& w);
+    ~Busy();
+    CudaWorld& w;
+  };
   void recover(const std::vector<std::exception_ptr>& errors);
 
   CudaBackendOptions opts_;
@@ -263,7 +280,12 @@ class CudaWorld final : public Backend {
   RankBarrier barrier_;
   std::vector<std::unique_ptr<CudaRank>> ranks_;
   bool comms_ok_ = false;
+  bool abandoned_ = false;
   std::string dead_;  // why the backend can no longer run, when it cannot
+  std::atomic<int64_t> busy_since_ns_{0};  // 0: idle
+  std::string busy_what_;
+  std::atomic<bool> watchdog_stop_{false};
+  std::thread watchdog_;
   nlohmann::json static_context_;
   mutable std::mutex ceilings_mutex_;
   nlohmann::json ceilings_ = nlohmann::json::object();

@@ -25,6 +25,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
   if (!comms_ok_) init_comms();
   const int n = opts_.world_size;
+  Busy busy(*this);
   std::vector<RankCeilings> res(local_count());
   const auto t0 = std::chrono::steady_clock::now();
 

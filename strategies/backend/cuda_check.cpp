@@ -30,12 +30,24 @@ void throw_peer_failed(const std::string& what) {
   throw PeerFailure(what + ": another rank failed");
 }
 
+namespace {
+std::atomic<int64_t> g_last_poll_ns{0};
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+int64_t last_wait_poll_ns() { return g_last_poll_ns.load(std::memory_order_relaxed); }
+
 void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPolicy& policy,
                 const std::string& what) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   // Spin briefly (a copy or kernel about to finish), then back off to a sleep of up to 1 ms.
   for (int polls = 0;; ++polls) {
+    if ((polls & 63) == 0) g_last_poll_ns.store(steady_ns(), std::memory_order_relaxed);
     if (done()) return;
     if (comm) {
       ncclResult_t async = ncclSuccess;

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -66,6 +67,10 @@ struct WaitPolicy {
 /// `what` names the wait in messages ("rank 1: end_step").
 void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPolicy& policy,
                 const std::string& what);
+
+/// steady_clock nanoseconds of the latest poll of any wait_until in the process: the heartbeat a
+/// watchdog reads (a thread stuck outside the bounded waits stops it).
+int64_t last_wait_poll_ns();
 
 /// Waits for a recorded event (cudaEventQuery) in the manner of wait_until.
 void wait_event(cudaEvent_t ev, ncclComm_t comm, const WaitPolicy& policy, const std::string& what);

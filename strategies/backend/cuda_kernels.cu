@@ -114,26 +114,7 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
   uint64_t done = 0;
   if constexpr (Vec) {
     const uint64_t nv = n / kVec;
-    // Two vectors per thread and iteration, every load issued before the first add: more bytes in
-    // flight per thread, which a kernel of two reads and a write needs to approach the copy rate.
-    uint64_t v = tid;
-    for (; v + stride < nv; v += 2 * stride) {
-      float d0[kVec], s0[kVec], d1[kVec], s1[kVec];
-      load8<S>(src, v, s0);
-      load8<S>(src, v + stride, s1);
-      if constexpr (!Assign) {
-        load8<D>(dst, v, d0);
-        load8<D>(dst, v + stride, d1);
-      }
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        d0[k] = Assign ? s0[k] : d0[k] + s0[k];
-        d1[k] = Assign ? s1[k] : d1[k] + s1[k];
-      }
-      store8<D>(dst, v, d0);
-      store8<D>(dst, v + stride, d1);
-    }
-    if (v < nv) {
+    for (uint64_t v = tid; v < nv; v += stride) {
       float d[kVec], s[kVec];
       load8<S>(src, v, s);
       if constexpr (!Assign) load8<D>(dst, v, d);
@@ -147,6 +128,44 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
     const float s = load1<S>(src, i);
     store1<D>(dst, i, Assign ? s : load1<D>(dst, i) + s);
   }
+}
+
+/// fp32 += fp32 (the accumulate of every fp32 case): one float4 per access, so that each warp-wide
+/// load or store covers 512 contiguous bytes, and four independent float4 of each operand in
+/// flight per thread before the first add.
+constexpr int kF32Unroll = 4;
+
+template <bool Assign>
+__global__ void add_f32_kernel(float* __restrict__ dst, const float* __restrict__ src, uint64_t n) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  auto* d4 = reinterpret_cast<float4*>(dst);
+  const auto* s4 = reinterpret_cast<const float4*>(src);
+  const uint64_t n4 = n / 4;
+  uint64_t i = tid;
+  for (; i + (kF32Unroll - 1) * stride < n4; i += kF32Unroll * stride) {
+    float4 a[kF32Unroll], b[kF32Unroll];
+#pragma unroll
+    for (int k = 0; k < kF32Unroll; ++k) a[k] = __ldcs(s4 + i + k * stride);
+    if constexpr (!Assign) {
+#pragma unroll
+      for (int k = 0; k < kF32Unroll; ++k) b[k] = __ldcs(d4 + i + k * stride);
+    }
+#pragma unroll
+    for (int k = 0; k < kF32Unroll; ++k) {
+      if constexpr (!Assign) a[k] = make_float4(b[k].x + a[k].x, b[k].y + a[k].y, b[k].z + a[k].z, b[k].w + a[k].w);
+      __stcs(d4 + i + k * stride, a[k]);
+    }
+  }
+  for (; i < n4; i += stride) {
+    float4 a = __ldcs(s4 + i);
+    if constexpr (!Assign) {
+      const float4 b = __ldcs(d4 + i);
+      a = make_float4(b.x + a.x, b.y + a.y, b.z + a.z, b.w + a.w);
+    }
+    __stcs(d4 + i, a);
+  }
+  for (uint64_t j = 4 * n4 + tid; j < n; j += stride) dst[j] = Assign ? src[j] : dst[j] + src[j];
 }
 
 // ---- scale
@@ -240,8 +259,15 @@ __global__ void check_final_kernel(const CheckSums* partials, int count, CheckSu
 
 template <DType D, DType S, bool Assign>
 void add_typed(void* dst, const void* src, uint64_t n, cudaStream_t s) {
+  if constexpr (D == DType::fp32 && S == DType::fp32) {
+    if (aligned16(dst) && aligned16(src)) {
+      add_f32_kernel<Assign><<<blocks_for(n / (4 * kF32Unroll) + 1), kThreads, 0, s>>>(
+          static_cast<float*>(dst), static_cast<const float*>(src), n);
+      return;
+    }
+  }
   if (aligned16(dst) && aligned16(src))
-    add_kernel<D, S, Assign, true><<<blocks_for(n / (2 * kVec) + 1), kThreads, 0, s>>>(dst, src, n);
+    add_kernel<D, S, Assign, true><<<blocks_for(n / kVec + 1), kThreads, 0, s>>>(dst, src, n);
   else
     add_kernel<D, S, Assign, false><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
 }

@@ -31,23 +31,18 @@ ProcessLink::ProcessLink(ncclComm_t data_comm, int rank, int world_size, const W
 }
 
 ProcessLink::~ProcessLink() {
-  if (comm_) {
-    // Finalize lets the peers' last operations complete; bounded, and an abort if it fails.
+  if (comm_ && !broken_) {
+    // Finalize lets the peers' last operations complete, bounded; a failure leaves the comm.
     try {
       const ncclResult_t r = ncclCommFinalize(comm_);
       if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclCommFinalize", __FILE__, __LINE__);
       settle(comm_, WaitPolicy{10, nullptr}, "process link: ncclCommFinalize");
       ncclCommDestroy(comm_);
     } catch (...) {
-      ncclCommAbort(comm_);
+      // A peer is gone: leave the communicator (see the header).
     }
   }
-  if (mapped_) cudaFreeHost(mapped_);
-}
-
-void ProcessLink::abort() noexcept {
-  if (comm_) ncclCommAbort(comm_);
-  comm_ = nullptr;
+  if (mapped_ && !broken_) cudaFreeHost(mapped_);
 }
 
 void ProcessLink::finish(const WaitPolicy& policy, const std::string& what) {
@@ -55,13 +50,13 @@ void ProcessLink::finish(const WaitPolicy& policy, const std::string& what) {
     SA_CUDA_CHECK(cudaEventRecord(done_.get(), stream_.get()));
     wait_event(done_.get(), comm_, policy, what);
   } catch (...) {
-    abort();
+    broken_ = true;
     throw;
   }
 }
 
 bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& what) {
-  if (!comm_) throw NcclError(what + ": the process link was aborted after an earlier failure");
+  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
   cudaStream_t s = stream_.get();
   int* flag = static_cast<int*>(flag_.get());
   int* mapped_dev = nullptr;
@@ -72,7 +67,7 @@ bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& wh
     nccl_call(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, comm_, s), comm_, policy, what,
               "ncclAllReduce");
   } catch (...) {
-    abort();
+    broken_ = true;
     throw;
   }
   launch_publish_flag(flag, mapped_dev, s);
@@ -83,7 +78,7 @@ bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& wh
 std::vector<std::vector<uint8_t>> ProcessLink::allgather(const std::vector<uint8_t>& mine,
                                                          const WaitPolicy& policy,
                                                          const std::string& what) {
-  if (!comm_) throw NcclError(what + ": the process link was aborted after an earlier failure");
+  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
   cudaStream_t s = stream_.get();
   const auto gather = [&](const void* in, size_t bytes, void* out) {
     const size_t need = bytes * (world_ + 1);
@@ -94,7 +89,7 @@ std::vector<std::vector<uint8_t>> ProcessLink::allgather(const std::vector<uint8
       nccl_call(ncclAllGather(dev, dev + bytes, bytes, ncclUint8, comm_, s), comm_, policy, what,
                 "ncclAllGather");
     } catch (...) {
-      abort();
+      broken_ = true;
       throw;
     }
     SA_CUDA_CHECK(cudaMemcpyAsync(out, dev + bytes, bytes * world_, cudaMemcpyDeviceToHost, s));

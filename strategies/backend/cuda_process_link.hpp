@@ -23,22 +23,24 @@ class ProcessLink {
   /// Throws NcclError / WaitTimeout.
   ProcessLink(ncclComm_t data_comm, int rank, int world_size, const WaitPolicy& policy,
               const std::string& who);
-  ~ProcessLink();  // destroys the communicator, or aborts it after abort() or a failure
+  /// Destroys the communicator after a bounded finalize; after a failure (or abandon()) it leaves
+  /// it alone: ncclCommAbort can hang when a peer process on the node has died (NVIDIA/nccl#863),
+  /// and the process is about to end anyway.
+  ~ProcessLink();
   ProcessLink(const ProcessLink&) = delete;
   ProcessLink& operator=(const ProcessLink&) = delete;
 
   /// True on every process if any rank passed true. A collective of the link's communicator.
-  /// A peer that never arrives: WaitTimeout after policy.timeout_s (the communicator is then
-  /// aborted and the link unusable).
+  /// A peer that never arrives: WaitTimeout after policy.timeout_s (the link is then unusable).
   bool any(bool mine, const WaitPolicy& policy, const std::string& what);
   /// Every rank's bytes, in rank order (sizes may differ). Throws as `any`.
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const WaitPolicy& policy,
                                               const std::string& what);
-  /// Aborts the communicator (a peer failed): later calls throw NcclError.
-  void abort() noexcept;
+  /// Marks the link unusable without calling NCCL (a peer failed): later calls throw NcclError.
+  void abandon() noexcept { broken_ = true; }
 
  private:
-  /// Waits for the link stream; on failure aborts and rethrows.
+  /// Waits for the link stream; on failure marks the link broken and rethrows.
   void finish(const WaitPolicy& policy, const std::string& what);
 
   ncclComm_t comm_ = nullptr;
@@ -47,6 +49,7 @@ class ProcessLink {
   UniqueEvent done_;
   DeviceMemory flag_, scratch_;
   int* mapped_ = nullptr;  // cudaHostAllocMapped: the flag as the host sees it
+  bool broken_ = false;
 };
 
 }  // namespace shardaccum::cuda

@@ -115,8 +115,12 @@ TEST(LaunchGpu, TwoProcessesMatchTheThreadedModeCaseByCase) {
     ASSERT_FALSE(x.contains("error_occurred") && x["error_occurred"].get<bool>()) << name;
     ASSERT_FALSE(y.contains("error_occurred") && y["error_occurred"].get<bool>()) << name << ": " << y.dump();
     for (const char* k : {"correct", "max_rel_err", "h2d_bytes", "d2h_bytes", "nccl_input_bytes",
-                          "reduce_scatter_calls", "peak_device_bytes", "peak_pinned_bytes", "bytes_from_cupti"})
+                          "reduce_scatter_calls", "peak_device_bytes", "bytes_from_cupti"})
       EXPECT_EQ(x.at(k), y.at(k)) << name << " " << k;
+    // The pinned peak depends on how many CPU adds are pending at once (timing): both within the
+    // model's bound, which counts host_task_depth of them.
+    for (const auto* run : {&x, &y})
+      EXPECT_LE(run->at("peak_pinned_bytes").get<double>(), run->at("model_peak_pinned_bytes").get<double>()) << name;
     wrong += x.at("correct").get<double>() == 0;
   }
   EXPECT_GT(wrong, 0) << "the positive controls (copy, shape with offload) must be caught in both modes";
@@ -150,12 +154,13 @@ TEST(LaunchGpu, ARankKilledMidRunEndsTheOtherWithAClearErrorWithinTheTimeout) {
   std::this_thread::sleep_for(std::chrono::seconds(8));
   kill(r1, SIGKILL);
   const auto t0 = Clock::now();
-  const int rc = wait_for(r0, 60);
+  const int rc = wait_for(r0, 90);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   waitpid(r1, nullptr, 0);
   const std::string err = slurp(temp("k0.err"));
   EXPECT_NE(rc, 0) << err;
-  EXPECT_LT(s, 40) << "rank 0 took " << s << " s to give up; " << err;
+  // --timeout 10: a wait gives up after 10 s; the watchdog ends a call stuck elsewhere after 25 s.
+  EXPECT_LT(s, 45) << "rank 0 took " << s << " s to give up; " << err;
   EXPECT_TRUE(err.find("timed out") != std::string::npos || err.find("NCCL") != std::string::npos ||
               err.find("nccl") != std::string::npos)
       << err;
