@@ -9,7 +9,9 @@
 namespace shardaccum {
 
 CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
-    : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {}
+    : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {
+  backend_.release_cached_memory();  // the previous case's cached fragments
+}
 
 CaseRunner::~CaseRunner() = default;
 

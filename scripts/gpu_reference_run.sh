@@ -37,7 +37,7 @@ for part in "$@"; do
     ;;
   launch)
     step "one process per GPU: threaded against torchrun --no-python, llama2-7b"
-    L=(--model llama2-7b --binding data-free --mode flag --offload none,gpu-add,cpu-add,copy
+    L=(--model llama2-7b --binding data-free --mode flag --offload none,gpu-add,cpu-add
        --schedule nnnS,SSSS --benchmark_out_format=json)
     nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
     # threaded, torchrun, threaded again: the two threaded runs bound the run-to-run noise.

@@ -97,8 +97,15 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
 }
 
 void StepDriver::sync(UnitGrad& u, int mb) {
+  // The output first: a rank that cannot allocate it tells the others at the agreement instead of
+  // leaving them alone in the collective.
+  Buffer out;
+  try {
+    out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
+  } catch (const std::exception& e) {
+    if (pending_error_.empty()) pending_error_ = e.what();
+  }
   agree_before_collective();
-  Buffer out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
   {
     nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
     be_.wait(Stream::comm, be_.record(Stream::compute));
@@ -126,7 +133,13 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
       for (auto it = units_.rbegin(); it != units_.rend(); ++it) {  // backward: last unit first
         const std::string unit_label = "unit " + std::to_string(it->index) + " " + it->name;
         nvtx::ScopedRange unit_range(unit_label.c_str(), be_.rank());
-        backward(*it, step, mb, mode);
+        // A failure here (out of device memory) is agreed at the next collective, so every rank
+        // fails the step together and no rank waits alone in a reduce-scatter.
+        try {
+          if (pending_error_.empty()) backward(*it, step, mb, mode);
+        } catch (const std::exception& e) {
+          pending_error_ = e.what();
+        }
         if (mode == MicroBatchMode::sync) sync(*it, mb);
       }
     }

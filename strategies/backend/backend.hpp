@@ -202,6 +202,9 @@ class Backend {
   /// process. A collective between steps (never inside one). Nothing to do when every rank lives in
   /// this process (the default). Throws what the transport throws (a dead peer: a timeout).
   virtual void allgather(std::vector<std::vector<uint8_t>>& per_rank) { (void)per_rank; }
+  /// Between cases: returns memory the backend keeps cached for reuse (the cuda backend's pool
+  /// reserves what a case's streams freed) so one case's fragments do not crowd out the next.
+  virtual void release_cached_memory() {}
   /// True when a multi-process launch lost a peer and this backend must not be torn down (its
   /// NCCL calls could hang): the process should write what it has and end with std::_Exit.
   virtual bool abandoned() const { return false; }

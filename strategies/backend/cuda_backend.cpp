@@ -384,7 +384,13 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
   a.bytes = bytes;
   a.task_epoch = tasks_queued_.load();
   if (space == MemSpace::device) {
-    const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
+    if (e == cudaErrorMemoryAllocation) {
+      // As PyTorch's caching allocator: give back what the pool holds unused, then try once more.
+      cudaGetLastError();
+      cudaMemPoolTrimTo(pool_.get(), 0);
+      e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
+    }
     if (e == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // not sticky: clear it
       uint64_t used = 0;
@@ -1092,6 +1098,21 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
       dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + e.what();
     }
   }
+}
+
+void CudaWorld::release_cached_memory() {
+  if (!dead_.empty()) return;
+  auto errors = run_ranks([&](int i) {
+    CudaRank& r = *ranks_[i];
+    UniqueEvent idle(false);
+    for (Stream st : {Stream::compute, Stream::comm, Stream::copy}) {
+      SA_CUDA_CHECK(cudaEventRecord(idle.get(), r.stream(st)));
+      wait_event(idle.get(), r.comm(), policy(), "rank " + std::to_string(r.rank()) + ": release cached memory");
+    }
+    SA_CUDA_CHECK(cudaMemPoolTrimTo(r.pool(), 0));
+  });
+  for (const auto& e : errors)
+    if (e) rethrow_root(errors);
 }
 
 std::vector<int> CudaWorld::local_ranks() const {

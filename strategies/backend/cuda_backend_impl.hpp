@@ -101,6 +101,7 @@ class CudaRank final : public RankBackend {
   // ---- for the world and the ceilings ----
   int device() const { return device_; }
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)].get(); }
+  cudaMemPool_t pool() const { return pool_.get(); }
   ncclComm_t comm() const { return comm_; }
   void set_comm(ncclComm_t c) {
     comm_ = c;
@@ -228,6 +229,7 @@ class CudaWorld final : public Backend {
   int world_size() const override { return opts_.world_size; }
   std::vector<int> local_ranks() const override;
   void allgather(std::vector<std::vector<uint8_t>>& per_rank) override;
+  void release_cached_memory() override;
   void run(const std::function<void(RankBackend&)>& fn) override;
   nlohmann::json context() const override;
   bool gpu_times() const override { return true; }
