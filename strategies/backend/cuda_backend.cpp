@@ -175,10 +175,11 @@ cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
   return start;
 }
 
-void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses) {
+void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
+                          bool is_copy) {
   cudaEvent_t end = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
-  if (in_step_) ops_.push_back({p, start, end});
+  if (in_step_) ops_.push_back({p, start, end, s, is_copy});
   for (const Use& u : uses) {
     Alloc& a = allocs_.at(u.b->data());
     if (u.write) {
@@ -474,7 +475,7 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   if (h2d || d2h) range.emplace(phase, src.bytes(), rank_);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
-  end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}});
+  end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
   if (h2d) m_.h2d_bytes += src.bytes();
   if (d2h) m_.d2h_bytes += src.bytes();
 }
@@ -683,6 +684,7 @@ void CudaRank::begin_step() {
   // The step starts at one event on the compute stream that the other two streams wait for.
   step_start_ = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
+  step_host_t0_ = trace::Clock::now();  // the streams are drained: the event completes about now
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
   if (auto* c = world_.collector()) cupti_t0_ = c->now();
@@ -718,6 +720,7 @@ StepMetrics CudaRank::end_step() {
   m_.peak_pinned_bytes = pinned_peak_;
   m_.accounted_h2d_bytes = m_.h2d_bytes;
   m_.accounted_d2h_bytes = m_.d2h_bytes;
+  if (trace::current() && !(world_.collector() && world_.options().cupti_kernels)) trace_ops_from_events();
   if (auto* c = world_.collector()) {
     // Every stream is idle: the window holds all of the step's records, none of the oracle's.
     const uint64_t t_end = c->now();
@@ -745,6 +748,23 @@ StepMetrics CudaRank::end_step() {
   forget_pending();  // every stream is idle: the end event follows all three
   if (task_error) std::rethrow_exception(task_error);
   return m_;
+}
+
+void CudaRank::trace_ops_from_events() {
+  const trace::ThreadTrace* tt = trace::current();
+  const bool cupti_copies = world_.collector() != nullptr;
+  float t0 = 0, t1 = 0;
+  for (const TimedOp& op : ops_) {
+    if (op.is_copy && cupti_copies) continue;  // CUPTI's MEMCPY records show these
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
+    const auto at = [&](float ms) {
+      return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
+                                 std::chrono::duration<double, std::milli>(ms));
+    };
+    tt->complete(stream_name(op.stream) + std::string(" stream"), phase_name(op.phase), "gpu op", at(t0),
+                 at(t1), {{"source", "CUDA events of the cuda backend"}});
+  }
 }
 
 // ---- oracle

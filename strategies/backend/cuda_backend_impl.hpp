@@ -9,6 +9,7 @@
 // A buffer is freed on the stream that used it last, after the others' uses of it.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -143,6 +144,8 @@ class CudaRank final : public RankBackend {
   struct TimedOp {
     Phase phase;
     cudaEvent_t start, end;
+    int stream;    // the rank's stream it ran on
+    bool is_copy;  // a cudaMemcpyAsync (CUPTI's MEMCPY records trace those when it runs)
   };
   struct DeferredFree {
     void* p;
@@ -161,7 +164,10 @@ class CudaRank final : public RankBackend {
   Alloc& live(const Buffer& b, const char* op, const char* role);
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
   cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
-  void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses);
+  void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses, bool is_copy = false);
+  /// --trace without CUPTI's kernel records: the step's GPU ops from the backend's own CUDA events,
+  /// one event per op on its stream's track, placed by their time since the step's start event.
+  void trace_ops_from_events();
   /// A host loop over pinned operands: after the GPU's pending accesses to them, outside mu_.
   void host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const char* op,
                const std::function<void()>& loop);
@@ -206,6 +212,7 @@ class CudaRank final : public RankBackend {
   bool in_step_ = false;
   uint64_t step_seq_ = 0;
   cudaEvent_t step_start_ = nullptr;
+  std::chrono::steady_clock::time_point step_host_t0_{};  // host time of step_start_ (GPU idle)
   uint64_t cupti_t0_ = 0;  // CUPTI timestamp at begin_step: the window of the step's records
   std::vector<TimedOp> ops_;
   StepMetrics m_;
