@@ -31,6 +31,9 @@ using namespace shardaccum;
 namespace {
 
 std::string run_git_commit() {
+  // A commit the runner names wins: a copy of the tree on a GPU machine may carry stale git
+  // metadata (seen: a device copy whose .git still pointed at an older HEAD).
+  if (const char* env = std::getenv("SHARDACCUM_GIT_COMMIT"); env && *env) return env;
   std::string out;
   if (FILE* p = popen("git -C " SHARDACCUM_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
     char buf[64];
@@ -39,10 +42,7 @@ std::string run_git_commit() {
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (!out.empty()) return out;
-  // A copy of the tree without .git (a GPU machine): the commit the runner passes, else the
-  // one recorded at configure time.
-  if (const char* env = std::getenv("SHARDACCUM_GIT_COMMIT"); env && *env) return env;
-  return SHARDACCUM_GIT_COMMIT;
+  return SHARDACCUM_GIT_COMMIT;  // recorded at configure time
 }
 
 /// The temporary --benchmark_out file, removed if the run is interrupted (SIGINT, SIGTERM).

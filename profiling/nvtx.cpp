@@ -68,8 +68,8 @@ std::string_view first_word(std::string_view m) {
 }
 }  // namespace
 
-PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank)
-    : trace_(trace::current()), bytes_(bytes), phase_(p) {
+PhaseRange::PhaseRange(Phase p, uint64_t bytes, int rank, bool trace)
+    : trace_(trace ? trace::current() : nullptr), bytes_(bytes), phase_(p) {
   if (trace_) begin_ = trace::Clock::now();
   push_phase(p, bytes, rank);
 }

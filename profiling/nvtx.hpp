@@ -18,7 +18,9 @@ namespace shardaccum::nvtx {
 /// Trace: name = the phase name, category "phase", args {"bytes"}.
 class PhaseRange {
  public:
-  PhaseRange(Phase p, uint64_t bytes, int rank);
+  /// Where the work is already traced another way (the host task worker's CPU add, drawn on the
+  /// "host" track), `trace` false keeps the range out of the "phases" track: it is NVTX only.
+  PhaseRange(Phase p, uint64_t bytes, int rank, bool trace = true);
   ~PhaseRange();
   PhaseRange(const PhaseRange&) = delete;
   PhaseRange& operator=(const PhaseRange&) = delete;

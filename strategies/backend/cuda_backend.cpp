@@ -500,7 +500,8 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
   if (in_step_) m_.cpu_add_bytes += src.bytes() + 2 * dst.bytes();
   host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
-    nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_);  // worker thread
+    // NVTX only: host_op draws the CPU add on the trace's "host" track.
+    nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_, false);
     host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
   });
 }
