@@ -63,12 +63,14 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     uint32_t step = 0;
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
     Totals t;
+    std::vector<Totals> ranks(spec.world_size);  // every rank's own figures (gathered across processes)
     std::vector<OracleResult> oracle;
     for (auto _ : st) {
       const bool last = t.steps + 1 == s.steps;  // the oracle checks a step after the first
       StepReport rep = runner.step(step++, last);
       st.SetIterationTime(rep.max.step_ms * 1e-3);
       t.add(rep.max);
+      for (size_t r = 0; r < ranks.size() && r < rep.per_rank.size(); ++r) ranks[r].add(rep.per_rank[r]);
       if (last) oracle = rep.oracle;
     }
     double max_err = 0;
@@ -112,6 +114,22 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     c["model_nccl_input_bytes"] = model.nccl_input_bytes;
     c["model_peak_device_bytes"] = model.peak_device_bytes;
     c["model_peak_pinned_bytes"] = model.peak_pinned_bytes;
+    // Per rank where ranks differ: the step time always, a peak when it is not the same everywhere
+    // (the counters above are the max over ranks, as the design reports them).
+    if (ranks.size() > 1) {
+      bool peaks_differ = false;
+      for (const Totals& r : ranks)
+        peaks_differ = peaks_differ || r.sum.peak_device_bytes != t.sum.peak_device_bytes ||
+                       r.sum.peak_pinned_bytes != t.sum.peak_pinned_bytes;
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        const std::string sfx = "_rank" + std::to_string(r);
+        c["step_ms" + sfx] = ranks[r].per_step(ranks[r].sum.step_ms);
+        if (peaks_differ) {
+          c["peak_device_bytes" + sfx] = ranks[r].sum.peak_device_bytes;
+          c["peak_pinned_bytes" + sfx] = ranks[r].sum.peak_pinned_bytes;
+        }
+      }
+    }
     c["max_rel_err"] = max_err;
     c["err_bound"] = bound;
     c["correct"] = correct ? 1 : 0;
