@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <thread>
 #include <filesystem>
 #include <iostream>
@@ -170,8 +171,11 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                    std::to_string(4 * hw) + " (4x the " + std::to_string(hw) + " hardware threads)");
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
-  if (!(o.timeout_s > 0) || o.timeout_s > 86400)
-    throw CliError("--timeout " + std::to_string(o.timeout_s) + ": give 1..86400 seconds");
+  if (!(o.timeout_s > 0) || o.timeout_s > 86400) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", o.timeout_s);
+    throw CliError(std::string("--timeout ") + v + ": give a number of seconds in (0, 86400]");
+  }
   if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");

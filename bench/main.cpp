@@ -142,11 +142,16 @@ int main(int argc, char** argv) {
     if (launch.launcher != "threads") {
       if (choice.name != "cuda")
         throw CliError("--launcher " + opts.launcher + ": " + launch.launcher + " started " +
-                       std::to_string(launch.world_size) +
-                       " processes, but one process per GPU needs the cuda backend (" + choice.why +
+                       std::to_string(launch.world_size) + (launch.world_size == 1 ? " process" : " processes") +
+                       ", but one process per GPU needs the cuda backend (backend here: " + choice.name + ", " +
+                       (choice.why == "requested" ? "--backend " + opts.backend : choice.why) +
                        "); for the host backend's simulated ranks run one process with --launcher threads");
       choice.max_world = choice.default_world = launch.world_size;
       rendezvous = parse_rendezvous(opts.rendezvous, launch);
+    } else if (!opts.rendezvous.empty()) {
+      parse_rendezvous(opts.rendezvous, launch);  // a malformed spec is an error even where unused
+      std::fprintf(stderr, "shardaccum_bench: note: --rendezvous is used only by a multi-process launch "
+                           "(--launcher env); this run is one process\n");
     }
     const MatrixAxes axes = resolve_axes(opts, choice.default_model, choice.default_world, choice.max_world);
     if (launch.launcher != "threads")

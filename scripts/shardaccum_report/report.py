@@ -328,7 +328,8 @@ def _notes(run: Run, name: str, traces: TraceSet) -> str:
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes]
     inputs = " ".join(f.path for f in run.files)
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
-    out.append(f"\nRegenerate: `python scripts/report.py {inputs}{given} --name {name}`\n")
+    out.append(f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs}{given} --name {name}` "
+               "(or any python with scripts/requirements.txt installed)\n")
     return "\n".join(out)
 
 
