@@ -97,6 +97,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     if (a.rfind("--benchmark_out_format=", 0) == 0 && a != "--benchmark_out_format=json" &&
         a != "--benchmark_out_format=csv" && a != "--benchmark_out_format=console")
       throw CliError(a + ": expected json, csv or console");
+    // CLI11 reads `--flag=` as "the value is the next argument": an empty value is an error here.
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1)
+      throw CliError(a + " has an empty value: give one after '=' (or leave the flag out)");
     if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
     else ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
   }
@@ -171,15 +174,15 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                    std::to_string(4 * hw) + " (4x the " + std::to_string(hw) + " hardware threads)");
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
-  if (!(o.timeout_s > 0) || o.timeout_s > 86400) {
+  if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
     char v[32];
     std::snprintf(v, sizeof v, "%g", o.timeout_s);
-    throw CliError(std::string("--timeout ") + v + ": give a number of seconds in (0, 86400]");
+    throw CliError(std::string("--timeout ") + v + ": give 1..86400 seconds");
   }
   if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
-  if (!o.trace.empty()) {
+  if (!o.trace.empty()) try {
     namespace fs = std::filesystem;
     const fs::path p(o.trace);
     const fs::path dir = p.parent_path();
@@ -192,6 +195,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
       throw CliError("--trace " + o.trace + ": directory '" + (dir.empty() ? "." : dir.string()) +
                      "' is not writable");
+  } catch (const std::filesystem::filesystem_error& e) {  // permissions, a link loop
+    throw CliError("--trace " + o.trace + ": cannot use that path: " + e.what());
   }
   return true;
 }

@@ -19,7 +19,8 @@ const char* lookup(const Getenv& getenv, const char* name) {
 
 [[noreturn]] void bad(const std::string& launcher, const char* name, const std::string& value,
                       const std::string& why) {
-  throw std::invalid_argument(launcher + " environment: " + name + "='" + value + "' " + why);
+  throw std::invalid_argument(launcher + " environment: " + name + "='" + value + "' " + why +
+                              " (fix the variable, or pass --launcher threads to ignore the launcher's variables)");
 }
 
 int parse_int(const std::string& launcher, const char* name, const char* value) {
@@ -34,7 +35,8 @@ int parse_int(const std::string& launcher, const char* name, const char* value) 
 int required_int(const Getenv& getenv, const std::string& launcher, const char* name) {
   const char* v = lookup(getenv, name);
   if (v == nullptr)
-    throw std::invalid_argument(launcher + " environment: " + name + " is not set");
+    throw std::invalid_argument(launcher + " environment: " + name +
+                                " is not set (set it, or pass --launcher threads to ignore the launcher's variables)");
   return parse_int(launcher, name, v);
 }
 
@@ -45,10 +47,12 @@ struct Names {
   const char* local;
 };
 
+// OpenMPI before Slurm: mpirun inside a batch job hands its ranks the job's SLURM_* variables too
+// (every rank would read SLURM_PROCID=0), while OMPI_COMM_WORLD_* are set by mpirun itself.
 constexpr Names kLaunchers[] = {
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
 };
 
 bool detected(const Getenv& getenv, const Names& n) {

@@ -25,9 +25,10 @@ const char* system_getenv(const char* name);
 
 /// Reads the launcher's environment through `getenv`, in this precedence:
 ///  - torchrun: RANK, WORLD_SIZE, LOCAL_RANK (detected when RANK or WORLD_SIZE is set);
-///  - Slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (detected when SLURM_PROCID is set);
 ///  - OpenMPI:  OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
-///    (detected when OMPI_COMM_WORLD_RANK is set).
+///    (detected when OMPI_COMM_WORLD_RANK is set; before Slurm, whose job variables mpirun's ranks
+///    inherit inside a batch job);
+///  - Slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (detected when SLURM_PROCID is set).
 /// MASTER_ADDR and MASTER_PORT are read for every launcher when set (they are optional here; the
 /// default tcp rendezvous needs them). An empty value counts as unset.
 /// Returns std::nullopt when none of the launchers is detected.

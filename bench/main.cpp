@@ -2,6 +2,7 @@
 // registers the case matrix, runs it through Google Benchmark, and writes --benchmark_out via a
 // temporary file so that a result file is never half-written.
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <algorithm>
@@ -56,6 +57,7 @@ void install_cleanup(const std::string& tmp) {
   std::snprintf(g_tmp_path, sizeof g_tmp_path, "%s", tmp.c_str());
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
 }
 
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
@@ -181,53 +183,72 @@ int main(int argc, char** argv) {
   // Google Benchmark writes --benchmark_out itself; point it at a temporary file and rename it
   // once the run has finished, so an interrupted run never leaves a half-written result.
   std::string out_path, tmp_path;
+  if (std::count_if(opts.benchmark_args.begin(), opts.benchmark_args.end(),
+                    [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; }) > 1) {
+    std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out is given more than once; give it once\n");
+    return 2;
+  }
   if (!reporter)  // only rank 0 writes --benchmark_out
     opts.benchmark_args.erase(std::remove_if(opts.benchmark_args.begin(), opts.benchmark_args.end(),
                                              [](const std::string& a) { return a.rfind("--benchmark_out", 0) == 0; }),
                               opts.benchmark_args.end());
-  for (auto& a : opts.benchmark_args)
-    if (a.rfind("--benchmark_out=", 0) == 0) {
-      out_path = a.substr(std::string("--benchmark_out=").size());
-      if (out_path.empty()) {
-        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out= needs a file name\n");
-        return 2;
+  try {
+    for (auto& a : opts.benchmark_args)
+      if (a.rfind("--benchmark_out=", 0) == 0) {
+        out_path = a.substr(std::string("--benchmark_out=").size());
+        if (out_path.empty()) {
+          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out= needs a file name\n");
+          return 2;
+        }
+        // A link is followed (the rename replaces the file it names, not the link); a device or
+        // pipe (/dev/stdout) is written directly, since it cannot be renamed over.
+        std::error_code lec;
+        if (out_path.rfind("/dev/", 0) == 0 || out_path.rfind("/proc/", 0) == 0) {
+          out_path.clear();
+          continue;
+        }
+        if (std::filesystem::is_symlink(out_path, lec)) {
+          const auto target = std::filesystem::read_symlink(out_path, lec);
+          out_path = (target.is_absolute() ? target : std::filesystem::path(out_path).parent_path() / target).string();
+        }
+        if (std::filesystem::exists(out_path, lec) && !std::filesystem::is_regular_file(out_path, lec) &&
+            !std::filesystem::is_directory(out_path, lec)) {
+          out_path.clear();
+          continue;
+        }
+        const auto dir = std::filesystem::path(out_path).parent_path();
+        if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' does not exist\n",
+                       dir.c_str());
+          return 2;
+        }
+        if (std::filesystem::is_directory(out_path) || out_path.back() == '/') {
+          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out=%s is a directory; give a file name such as run.json\n",
+                       out_path.c_str());
+          return 2;
+        }
+        if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' is not writable\n",
+                       dir.empty() ? "." : dir.c_str());
+          return 2;
+        }
+        tmp_path = out_path + ".tmp." + std::to_string(getpid());
+        a = "--benchmark_out=" + tmp_path;
+        install_cleanup(tmp_path);
       }
-      // A link is followed (the rename replaces the file it names, not the link); a device or
-      // pipe (/dev/stdout) is written directly, since it cannot be renamed over.
-      std::error_code lec;
-      if (out_path.rfind("/dev/", 0) == 0 || out_path.rfind("/proc/", 0) == 0) {
-        out_path.clear();
-        continue;
-      }
-      if (std::filesystem::is_symlink(out_path, lec)) {
-        const auto target = std::filesystem::read_symlink(out_path, lec);
-        out_path = (target.is_absolute() ? target : std::filesystem::path(out_path).parent_path() / target).string();
-      }
-      if (std::filesystem::exists(out_path, lec) && !std::filesystem::is_regular_file(out_path, lec) &&
-          !std::filesystem::is_directory(out_path, lec)) {
-        out_path.clear();
-        continue;
-      }
-      const auto dir = std::filesystem::path(out_path).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' does not exist\n",
-                     dir.c_str());
-        return 2;
-      }
-      if (std::filesystem::is_directory(out_path) || out_path.back() == '/') {
-        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out=%s is a directory; give a file name such as run.json\n",
-                     out_path.c_str());
-        return 2;
-      }
-      if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
-        std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' is not writable\n",
-                     dir.empty() ? "." : dir.c_str());
-        return 2;
-      }
-      tmp_path = out_path + ".tmp." + std::to_string(getpid());
-      a = "--benchmark_out=" + tmp_path;
-      install_cleanup(tmp_path);
+  } catch (const std::exception& e) {  // a path that cannot even be examined (permissions, a link loop)
+    std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: cannot use that path: %s\n", e.what());
+    return 2;
+  }
+  if (!out_path.empty() && !opts.trace.empty()) {
+    std::error_code ec;
+    const auto a = std::filesystem::weakly_canonical(out_path, ec), b = std::filesystem::weakly_canonical(opts.trace, ec);
+    if (!ec && a == b) {
+      std::fprintf(stderr, "shardaccum_bench: error: --trace and --benchmark_out name the same file (%s); give two names\n",
+                   out_path.c_str());
+      return 2;
     }
+  }
 
   std::vector<char*> bargv;
   for (auto& a : opts.benchmark_args) bargv.push_back(a.data());
@@ -270,6 +291,10 @@ int main(int argc, char** argv) {
       pool.set_process(launch.rank, gpus > 0 ? launch.local_rank % gpus : 0, std::move(id));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "shardaccum_bench: rank %d: error: %s\n", launch.rank, e.what());
+      if (launch.launcher == "slurm" && std::string(e.what()).find("missing ranks") != std::string::npos)
+        std::fprintf(stderr, "shardaccum_bench: hint: a batch script's own SLURM_* variables look like a launch "
+                             "of SLURM_NTASKS processes; start the ranks with srun, or run one process with "
+                             "--launcher threads\n");
       return 1;
     }
 #endif
@@ -396,6 +421,18 @@ int main(int argc, char** argv) {
     return end(2);
   }
   if (!tmp_path.empty()) {
+    // Google Benchmark does not report a failed write (a full disk): check the JSON it left
+    // before it replaces the previous result.
+    const std::string fmt = flag_value(opts.benchmark_args, "--benchmark_out_format");
+    if (fmt.empty() || fmt == "json") {
+      std::ifstream in(tmp_path);
+      if (!nlohmann::json::accept(in)) {
+        std::filesystem::remove(tmp_path);
+        std::fprintf(stderr, "shardaccum_bench: error: the results written to %s are not complete JSON (disk "
+                             "full?); %s left as it was\n", tmp_path.c_str(), out_path.c_str());
+        return end(1);
+      }
+    }
     std::error_code ec;
     std::filesystem::rename(tmp_path, out_path, ec);
     if (ec) {

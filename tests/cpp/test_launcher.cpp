@@ -73,21 +73,23 @@ TEST(Launcher, OpenMpi) {
   EXPECT_EQ(info->master_port, 1234);
 }
 
-TEST(Launcher, PrecedenceTorchrunThenSlurmThenOpenMpi) {
+TEST(Launcher, PrecedenceTorchrunThenOpenMpiThenSlurm) {
   Env all{{"RANK", "1"},          {"WORLD_SIZE", "2"},    {"LOCAL_RANK", "1"},
           {"SLURM_PROCID", "0"},  {"SLURM_NTASKS", "1"},  {"SLURM_LOCALID", "0"},
           {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
   EXPECT_EQ(launch_from_env(fake(all))->launcher, "torchrun");
+  // mpirun inside a batch job: its ranks inherit the job's SLURM_PROCID=0; OpenMPI's rank wins.
   Env slurm_mpi = all;
   slurm_mpi.erase("RANK");
   slurm_mpi.erase("WORLD_SIZE");
   slurm_mpi.erase("LOCAL_RANK");
-  EXPECT_EQ(launch_from_env(fake(slurm_mpi))->launcher, "slurm");
-  Env mpi = slurm_mpi;
-  mpi.erase("SLURM_PROCID");
-  auto info = launch_from_env(fake(mpi));
+  auto info = launch_from_env(fake(slurm_mpi));
   EXPECT_EQ(info->launcher, "openmpi");
   EXPECT_EQ(info->rank, 2);
+  EXPECT_EQ(info->world_size, 4);
+  Env slurm = slurm_mpi;
+  slurm.erase("OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(launch_from_env(fake(slurm))->launcher, "slurm");
 }
 
 TEST(Launcher, ResolveThreadsAutoEnv) {

@@ -1,0 +1,75 @@
+// Output paths given to shardaccum_bench that cannot work are input errors (exit 2, the flag named,
+// before any case runs), never a crash or a lost result: a link loop, the trace and the results on
+// one file, --benchmark_out twice, an empty `--flag=` (which CLI11 would read as "take the next
+// argument").
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string err;
+};
+
+Result run(const std::string& args) {
+  const std::string err = ::testing::TempDir() + "/shardaccum_paths_err_" + std::to_string(getpid());
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + args + " >/dev/null 2>'" + err + "'").c_str());
+  Result r;
+  std::ifstream in(err);
+  r.err.assign(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(err);
+  r.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return r;
+}
+
+const std::string kSmall = "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
+                           "--mode flag --steps 1 --warmup 0 ";
+
+class OutputPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/shardaccum_paths_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(OutputPaths, ALinkLoopIsAnInputErrorNotACrash) {
+  std::filesystem::create_symlink("loop", dir_ + "/loop");
+  const Result r = run(kSmall + "--benchmark_out=" + dir_ + "/loop");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--benchmark_out"), std::string::npos) << r.err;
+}
+
+TEST_F(OutputPaths, TraceAndResultsOnOneFileAreRefusedAndTheOldFileKept) {
+  const std::string f = dir_ + "/same.json";
+  std::ofstream(f) << "{\"old\": 1}";
+  const Result r = run(kSmall + "--trace " + f + " --benchmark_out=" + f);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("same file"), std::string::npos) << r.err;
+  std::ifstream in(f);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"old\": 1}");
+}
+
+TEST_F(OutputPaths, BenchmarkOutTwiceAndEmptyValuesAreRefused) {
+  Result r = run(kSmall + "--benchmark_out=" + dir_ + "/a.json --benchmark_out=/dev/null");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("more than once"), std::string::npos) << r.err;
+  r = run(kSmall + "--trace= --list");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--trace= has an empty value"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("--list")) << "the next argument was taken as the trace file";
+  r = run(kSmall + "--timeout 0.5");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--timeout 0.5"), std::string::npos) << r.err;
+}
+
+}  // namespace
