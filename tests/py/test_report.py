@@ -220,3 +220,15 @@ def test_bad_report_names_exit_2(tmp_path, name):
     assert proc.returncode == 2
     assert "--name" in proc.stderr and "Traceback" not in proc.stderr
     assert list(Path(tmp_path).iterdir()) == []
+
+
+def test_pareto_labels_of_front_points_on_one_spot_are_merged(monkeypatch):
+    from types import SimpleNamespace
+
+    from shardaccum_report.plots import pareto
+
+    monkeypatch.setattr(pareto, "_short", lambda c: c)
+    front = [SimpleNamespace(case=name) for name in ("a", "b", "c")]
+    groups = pareto._label_groups(front, [1.0, 1.01, 5.0], [100.0, 100.5, 40.0])
+    assert [names for names, _, _ in groups] == [["a", "b"], ["c"]]
+    assert groups[1][1:] == (5.0, 40.0)

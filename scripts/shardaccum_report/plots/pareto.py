@@ -28,6 +28,22 @@ def _short(c: Case) -> str:
     return s.preset or s.label
 
 
+def _label_groups(front, xs: list[float], ys: list[float]) -> list[tuple[list[str], float, float]]:
+    """Front points that sit on one spot (within 2% of the panel's spans) share one label, one name a
+    line, so that ties (e.g. both bindings of the same offload) do not print over each other."""
+    x_span = (max(xs) - min(xs)) or max(abs(max(xs)), 1e-9)
+    y_span = (max(ys) - min(ys)) or max(abs(max(ys)), 1e-9)
+    groups: list[tuple[list[str], float, float]] = []
+    for p, x, y in zip(front, xs, ys):
+        for names, gx, gy in groups:
+            if abs(x - gx) <= 0.02 * x_span and abs(y - gy) <= 0.02 * y_span:
+                names.append(_short(p.case))
+                break
+        else:
+            groups.append(([_short(p.case)], x, y))
+    return groups
+
+
 @styled
 def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> Path | None:
     """One panel per schedule: x = peak device memory per rank (binary units), y = step time (ms).
@@ -62,8 +78,8 @@ def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> P
             ax.step(xs, ys, where="post", color="black", linestyle="--", linewidth=1.1, zorder=2)
             ax.plot(xs, ys, marker="o", markersize=14, markerfacecolor="none", markeredgecolor="black",
                     linestyle="", zorder=4)
-            for i, p in enumerate(front):
-                ax.annotate(_short(p.case), (xs[i], ys[i]), xytext=(8, 6 + 9 * (i % 2)),
+            for i, (names, x, y) in enumerate(_label_groups(front, xs, ys)):
+                ax.annotate("\n".join(names), (x, y), xytext=(8, 6 + 9 * (i % 2)),
                             textcoords="offset points", fontsize=8, zorder=5,
                             bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.8))
         ax.set_title(schedule_display(schedule))
