@@ -2,6 +2,8 @@
 // needs the cuda backend, so the suite must say so (naming --launcher) before any work, and must
 // keep running threaded when asked to or when the launch is a world of one.
 #include <gtest/gtest.h>
+
+#include "bench_cli_support.hpp"
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -12,27 +14,8 @@
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string err;
-};
-
-/// Runs the bench with `env` (VAR=value ...) prepended through env(1); returns exit code and stderr.
-Result run(const std::string& env, const std::string& args) {
-  const std::string err = ::testing::TempDir() + "/shardaccum_launch_cli_" + std::to_string(getpid());
-  // env -u: a launcher variable of the machine running the tests must not leak in.
-  const std::string clean =
-      "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u SLURM_PROCID -u SLURM_NTASKS -u SLURM_LOCALID "
-      "-u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK ";
-  const std::string cmd = clean + env + " '" + SHARDACCUM_BENCH_EXE + "' " + args + " >/dev/null 2>'" + err + "'";
-  const int rc = std::system(cmd.c_str());
-  Result r;
-  std::ifstream in(err);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  std::filesystem::remove(err);
-  r.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return r;
-}
+using Result = shardaccum::testing::CliResult;
+const auto run = shardaccum::testing::run_bench_cli;
 
 const char* kTorch2 = "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999";
 const char* kSmall = "--model uniform:2x1000 --schedule SSSS --offload none --mode flag --binding data "

@@ -3,6 +3,8 @@
 // one file, --benchmark_out twice, an empty `--flag=` (which CLI11 would read as "take the next
 // argument").
 #include <gtest/gtest.h>
+
+#include "bench_cli_support.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,21 +15,8 @@
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string err;
-};
-
-Result run(const std::string& args) {
-  const std::string err = ::testing::TempDir() + "/shardaccum_paths_err_" + std::to_string(getpid());
-  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + args + " >/dev/null 2>'" + err + "'").c_str());
-  Result r;
-  std::ifstream in(err);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  std::filesystem::remove(err);
-  r.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return r;
-}
+using Result = shardaccum::testing::CliResult;
+Result run(const std::string& args) { return shardaccum::testing::run_bench_cli("", args); }
 
 const std::string kSmall = "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
                            "--mode flag --steps 1 --warmup 0 ";
