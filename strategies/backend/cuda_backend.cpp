@@ -42,6 +42,17 @@ std::string shape(const Buffer& b) {
 
 ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : ncclBfloat16; }
 
+/// The message of a captured exception (`fallback` for one that is not a std::exception).
+std::string error_text(const std::exception_ptr& e, const char* fallback = "unknown error") {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return fallback;
+  }
+}
+
 std::string version_string(int v) {  // CUDA: 1000*major + 10*minor
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
@@ -1031,11 +1042,8 @@ void CudaWorld::destroy_comms(bool abort, const std::string& why) noexcept {
   });
   for (size_t r = 0; r < errors.size(); ++r) {
     if (!errors[r]) continue;
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "shardaccum cuda: rank %zu communicator teardown: %s\n", r, e.what());
-    }
+    std::fprintf(stderr, "shardaccum cuda: rank %zu communicator teardown: %s\n", r,
+                 error_text(errors[r]).c_str());
     if (ranks_[r] && ranks_[r]->comm()) {  // finalize failed: abort instead
       cudaSetDevice(opts_.first_device + static_cast<int>(r));
       ncclCommAbort(ranks_[r]->comm());
@@ -1092,32 +1100,16 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
       abort = abort || multi_process();
     }
   }
-  if (abort && multi_process()) {
-    std::string why = "unknown error";
-    for (const auto& e : errors)
-      if (e) {
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-          why = x.what();
-        } catch (...) {
-        }
-        break;
-      }
-    abandon(why);  // its streams may hold a collective that never ends: no drain
-    return;
+  if (abort) {
+    const auto first = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return bool(e); });
+    destroy_comms(true, first != errors.end() ? error_text(*first) : "");  // multi-process: abandons
+    if (multi_process()) return;  // its streams may hold a collective that never ends: no drain
   }
-  if (abort) destroy_comms(true);
   auto drained = run_ranks([&](int r) {
     ranks_[r]->recover(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr});
   });
   for (size_t r = 0; r < drained.size(); ++r) {
-    if (!drained[r]) continue;
-    try {
-      std::rethrow_exception(drained[r]);
-    } catch (const std::exception& e) {
-      dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + e.what();
-    }
+    if (drained[r]) dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + error_text(drained[r]);
   }
 }
 
@@ -1153,14 +1145,7 @@ void CudaWorld::allgather(std::vector<std::vector<uint8_t>>& per_rank) {
                                    "rank " + std::to_string(r.rank()) + ": gathering every rank's figures");
   });
   if (errors[0]) {
-    std::string why = "gathering every rank's figures failed";
-    try {
-      std::rethrow_exception(errors[0]);
-    } catch (const std::exception& x) {
-      why = x.what();
-    } catch (...) {
-    }
-    destroy_comms(true, why);
+    destroy_comms(true, error_text(errors[0], "gathering every rank's figures failed"));
     std::rethrow_exception(errors[0]);
   }
 }

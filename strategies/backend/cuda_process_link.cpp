@@ -6,19 +6,6 @@
 
 namespace shardaccum::cuda {
 
-namespace {
-
-/// Issues an NCCL call on a non-blocking communicator and settles it.
-void nccl_call(ncclResult_t r, ncclComm_t comm, const WaitPolicy& policy, const std::string& what,
-               const char* call) {
-  if (r == ncclInProgress)
-    settle(comm, policy, what);
-  else if (r != ncclSuccess)
-    throw_nccl(r, call, __FILE__, __LINE__);
-}
-
-}  // namespace
-
 ProcessLink::ProcessLink(ncclComm_t data_comm, int rank, int world_size, const WaitPolicy& policy,
                          const std::string& who)
     : rank_(rank), world_(world_size), stream_(0), done_(false), flag_(sizeof(int)) {
@@ -45,6 +32,23 @@ ProcessLink::~ProcessLink() {
   if (mapped_ && !broken_) cudaFreeHost(mapped_);
 }
 
+void ProcessLink::usable(const std::string& what) const {
+  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
+}
+
+void ProcessLink::settle_call(ncclResult_t r, const char* call, const WaitPolicy& policy,
+                              const std::string& what) {
+  try {
+    if (r == ncclInProgress)
+      settle(comm_, policy, what);
+    else if (r != ncclSuccess)
+      throw_nccl(r, call, __FILE__, __LINE__);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
 void ProcessLink::finish(const WaitPolicy& policy, const std::string& what) {
   try {
     SA_CUDA_CHECK(cudaEventRecord(done_.get(), stream_.get()));
@@ -56,20 +60,14 @@ void ProcessLink::finish(const WaitPolicy& policy, const std::string& what) {
 }
 
 bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& what) {
-  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
+  usable(what);
   cudaStream_t s = stream_.get();
   int* flag = static_cast<int*>(flag_.get());
   int* mapped_dev = nullptr;
   SA_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped_dev), mapped_, 0));
   *mapped_ = -1;
   SA_CUDA_CHECK(cudaMemsetAsync(flag, mine ? 1 : 0, sizeof(int), s));  // 0 or 0x01010101
-  try {
-    nccl_call(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, comm_, s), comm_, policy, what,
-              "ncclAllReduce");
-  } catch (...) {
-    broken_ = true;
-    throw;
-  }
+  settle_call(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, comm_, s), "ncclAllReduce", policy, what);
   launch_publish_flag(flag, mapped_dev, s);
   finish(policy, what);
   return *static_cast<volatile int*>(mapped_) != 0;
@@ -78,20 +76,14 @@ bool ProcessLink::any(bool mine, const WaitPolicy& policy, const std::string& wh
 std::vector<std::vector<uint8_t>> ProcessLink::allgather(const std::vector<uint8_t>& mine,
                                                          const WaitPolicy& policy,
                                                          const std::string& what) {
-  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
+  usable(what);
   cudaStream_t s = stream_.get();
   const auto gather = [&](const void* in, size_t bytes, void* out) {
     const size_t need = bytes * (world_ + 1);
     if (scratch_.bytes() < need) scratch_ = DeviceMemory(need);
     auto* dev = static_cast<uint8_t*>(scratch_.get());
     SA_CUDA_CHECK(cudaMemcpyAsync(dev, in, bytes, cudaMemcpyHostToDevice, s));
-    try {
-      nccl_call(ncclAllGather(dev, dev + bytes, bytes, ncclUint8, comm_, s), comm_, policy, what,
-                "ncclAllGather");
-    } catch (...) {
-      broken_ = true;
-      throw;
-    }
+    settle_call(ncclAllGather(dev, dev + bytes, bytes, ncclUint8, comm_, s), "ncclAllGather", policy, what);
     SA_CUDA_CHECK(cudaMemcpyAsync(out, dev + bytes, bytes * world_, cudaMemcpyDeviceToHost, s));
     finish(policy, what);
   };

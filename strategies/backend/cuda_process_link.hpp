@@ -40,6 +40,10 @@ class ProcessLink {
   void abandon() noexcept { broken_ = true; }
 
  private:
+  /// Throws NcclError when the link broke earlier.
+  void usable(const std::string& what) const;
+  /// Settles the non-blocking NCCL call that returned `r`; on failure marks the link broken.
+  void settle_call(ncclResult_t r, const char* call, const WaitPolicy& policy, const std::string& what);
   /// Waits for the link stream; on failure marks the link broken and rethrows.
   void finish(const WaitPolicy& policy, const std::string& what);
 
