@@ -1,6 +1,8 @@
 #include "bench/case_runner.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -47,11 +49,30 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
   // --trace: each rank thread records this step, unless it is a warm-up step.
   trace::TraceRecorder* rec = trace::process_recorder();
   if (rec && !rec->records_step(step)) rec = nullptr;
+  // SHARDACCUM_MEMORY_LOG=1: what every rank holds after each step, to see a long run stay flat.
+  static const bool memory_log = [] {
+    const char* v = std::getenv("SHARDACCUM_MEMORY_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
   backend_.run([&](RankBackend& be) {
     const int r = be.rank();
     trace::ThreadTraceScope trace_scope(rec, r, plan_.name);
     if (!drivers_[r]) drivers_[r] = std::make_unique<StepDriver>(be, plan_);
     rep.per_rank[r] = drivers_[r]->run_step(step, check, check ? &rep.oracle[r] : nullptr);
+    if (memory_log) {
+      const MemorySnapshot m = be.memory_snapshot();
+      std::fprintf(stderr,
+                   "memory: step %u rank %d device_free=%llu pool_reserved=%llu pool_used=%llu "
+                   "pinned_capacity=%llu events=%llu buffers=%llu cupti_records=%llu rss=%llu %s\n",
+                   step, r, static_cast<unsigned long long>(m.device_free_bytes),
+                   static_cast<unsigned long long>(m.pool_reserved_bytes),
+                   static_cast<unsigned long long>(m.pool_used_bytes),
+                   static_cast<unsigned long long>(m.pinned_capacity_bytes),
+                   static_cast<unsigned long long>(m.live_events),
+                   static_cast<unsigned long long>(m.live_buffers),
+                   static_cast<unsigned long long>(m.cupti_records),
+                   static_cast<unsigned long long>(m.host_rss_bytes), plan_.name.c_str());
+    }
   });
   gather_other_processes(rep);
   for (const StepMetrics& s : rep.per_rank)

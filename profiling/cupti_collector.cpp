@@ -285,4 +285,9 @@ uint32_t CuptiCollector::stream_id(void* cuda_stream) const {
   return id;
 }
 
+size_t CuptiCollector::held_records() {
+  std::lock_guard<std::mutex> l(mu_);
+  return records_.size() + markers_.size() + open_markers_.size();
+}
+
 }  // namespace shardaccum::cupti

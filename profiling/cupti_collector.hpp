@@ -77,6 +77,10 @@ class CuptiCollector {
   /// the first totals() call.
   void set_kernel_patterns(KernelPatterns p);
 
+  /// Records held now (memcpy/kernel records not yet consumed, markers, open markers): a level
+  /// that must stay flat over a long run.
+  size_t held_records();
+
   CuptiCollector(const CuptiCollector&) = delete;
   CuptiCollector& operator=(const CuptiCollector&) = delete;
 

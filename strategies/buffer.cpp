@@ -1,5 +1,9 @@
 #include "strategies/backend/backend.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 namespace shardaccum {
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
@@ -22,6 +26,16 @@ void Buffer::reset() {
   owner_ = nullptr;
   data_ = nullptr;
   numel_ = 0;
+}
+
+uint64_t process_rss_bytes() noexcept {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return n == 2 && page > 0 ? resident * static_cast<uint64_t>(page) : 0;
 }
 
 }  // namespace shardaccum

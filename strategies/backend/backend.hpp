@@ -125,6 +125,23 @@ struct BackendError : std::logic_error {
 };
 
 /// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
+/// What one rank holds between steps: levels, not peaks, read when the rank's streams are idle, so
+/// that a long run can be checked to stay flat (the same figures at step 2 and step 60). 0 where a
+/// backend has no such thing (the host backend has no device, pool or events).
+struct MemorySnapshot {
+  uint64_t device_free_bytes = 0;      // cudaMemGetInfo's free bytes on the rank's GPU
+  uint64_t pool_reserved_bytes = 0;    // the device pool's reserved bytes (cudaMemPoolAttrReservedMemCurrent)
+  uint64_t pool_used_bytes = 0;        // of which in use (cudaMemPoolAttrUsedMemCurrent)
+  uint64_t pinned_capacity_bytes = 0;  // pinned host memory the rank's arena holds
+  uint64_t live_events = 0;            // CUDA events the rank has created (timing, marks, user)
+  uint64_t live_buffers = 0;           // buffers allocated and not yet freed
+  uint64_t cupti_records = 0;          // CUPTI activity records held by the collector (process-wide)
+  uint64_t host_rss_bytes = 0;         // the process's resident set (/proc/self/statm)
+};
+
+/// The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
+uint64_t process_rss_bytes() noexcept;
+
 class RankBackend {
  public:
   virtual ~RankBackend() = default;
@@ -172,6 +189,13 @@ class RankBackend {
 
   /// Called by Buffer::reset; not for strategies.
   virtual void release(Buffer& b) noexcept = 0;
+
+  /// What the rank holds now (call between steps, on the rank's thread).
+  virtual MemorySnapshot memory_snapshot() {
+    MemorySnapshot s;
+    s.host_rss_bytes = process_rss_bytes();
+    return s;
+  }
 };
 
 /// The world: one RankBackend per rank and a way to run work on all ranks at once.

@@ -399,16 +399,25 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
     cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
     if (e == cudaErrorMemoryAllocation) {
       // As PyTorch's caching allocator: give back what the pool holds unused, then try once more.
-      cudaGetLastError();
-      cudaMemPoolTrimTo(pool_.get(), 0);
+      // Streams that are idle are synchronized first, so that their frees count as completed.
+      (void)cudaGetLastError();  // an allocation failure is not sticky: clear it
+      for (const auto& st : streams_)
+        if (cudaStreamQuery(st.get()) == cudaSuccess) SA_CUDA_CHECK(cudaStreamSynchronize(st.get()));
+      (void)cudaGetLastError();  // cudaErrorNotReady from a busy stream's query
+      SA_CUDA_CHECK(cudaMemPoolTrimTo(pool_.get(), 0));
       e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
     }
     if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();  // not sticky: clear it
-      uint64_t used = 0;
-      cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used);
-      throw CudaError(who("allocate") + ": out of device memory allocating " +
-                      std::to_string(bytes) + " bytes (" + std::to_string(used) + " bytes in use)");
+      (void)cudaGetLastError();
+      uint64_t used = 0, reserved = 0;
+      SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used));
+      SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrReservedMemCurrent, &reserved));
+      size_t free = 0, total = 0;
+      SA_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+      throw CudaError(who("allocate") + ": out of device memory allocating " + std::to_string(bytes) +
+                      " bytes (pool: " + std::to_string(used) + " bytes in use, " + std::to_string(reserved) +
+                      " reserved; device: " + std::to_string(free) + " of " + std::to_string(total) +
+                      " bytes free)");
     }
     if (e != cudaSuccess) throw_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
     // Another stream may use the memory only after the allocation's point on this one.
@@ -674,11 +683,21 @@ void CudaRank::recover(const WaitPolicy& p) {
   forget_pending();
 }
 
+void CudaRank::observe_idle_streams() {
+  // The pool reuses (and trims) memory freed on another stream only once the host has observed
+  // that free's completion "by a synchronize" (cudaMemPoolTrimTo): our bounded waits poll events,
+  // which does not count, and without this the reserved bytes grew by a step's working set every
+  // step (10.7 GiB a step on uniform:8x256M, fsdp2, SSSS, until out of memory). Called only when
+  // every stream is idle, so each synchronize returns at once and cannot hang on a peer.
+  for (const auto& st : streams_) SA_CUDA_CHECK(cudaStreamSynchronize(st.get()));
+}
+
 void CudaRank::begin_step() {
   if (std::exception_ptr e = settle_tasks(false)) std::rethrow_exception(e);
   set_device(device_);
   Lock l(mu_);
   drain(policy(), who("begin_step"));
+  observe_idle_streams();
   forget_pending();
   ++step_seq_;
   for (auto it = user_live_.begin(); it != user_live_.end();) {  // keep this and the last step's
@@ -779,6 +798,26 @@ void CudaRank::trace_ops_from_events() {
   }
 }
 
+MemorySnapshot CudaRank::memory_snapshot() {
+  set_device(device_);
+  MemorySnapshot s;
+  size_t free = 0, total = 0;
+  SA_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  s.device_free_bytes = free;
+  uint64_t v = 0;
+  SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrReservedMemCurrent, &v));
+  s.pool_reserved_bytes = v;
+  SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &v));
+  s.pool_used_bytes = v;
+  Lock l(mu_);
+  s.pinned_capacity_bytes = arena_.capacity();
+  s.live_events = timing_.size() + marks_.size() + user_events_.size();
+  s.live_buffers = allocs_.size();
+  if (auto* c = world_.collector()) s.cupti_records = c->held_records();
+  s.host_rss_bytes = process_rss_bytes();
+  return s;
+}
+
 // ---- oracle
 // --------------------------------------------------------------------------------------
 
@@ -861,7 +900,7 @@ CudaWorld::CudaWorld(const CudaBackendOptions& opts)
     cudaDeviceProp p{};
     SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts.first_device + i));
     char bus[32] = {};
-    cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + i);
+    SA_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, opts.first_device + i));
     devices.push_back(
         {{"rank", rank_base() + i},
          {"host", host},
@@ -1122,6 +1161,7 @@ void CudaWorld::release_cached_memory() {
       SA_CUDA_CHECK(cudaEventRecord(idle.get(), r.stream(st)));
       wait_event(idle.get(), r.comm(), policy(), "rank " + std::to_string(r.rank()) + ": release cached memory");
     }
+    r.observe_idle_streams();  // else the trim cannot give back what another stream freed
     SA_CUDA_CHECK(cudaMemPoolTrimTo(r.pool(), 0));
   });
   for (const auto& e : errors)

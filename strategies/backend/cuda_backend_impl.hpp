@@ -58,6 +58,7 @@ class EventPool {
   explicit EventPool(bool timing) : timing_(timing) {}
   cudaEvent_t next();
   void recycle() { used_ = 0; }
+  size_t size() const { return events_.size(); }
 
  private:
   bool timing_;
@@ -98,6 +99,10 @@ class CudaRank final : public RankBackend {
   void begin_step() override;
   StepMetrics end_step() override;
   void release(Buffer& b) noexcept override;
+  MemorySnapshot memory_snapshot() override;
+  /// cudaStreamSynchronize on every stream once all are idle (drained): lets the pool reuse and
+  /// trim what was freed on another stream. Caller holds mu_ or is the rank's only thread.
+  void observe_idle_streams();
 
   // ---- for the world and the ceilings ----
   int device() const { return device_; }
