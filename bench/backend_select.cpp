@@ -53,6 +53,7 @@ Backend& BackendPool::get(int world_size) {
 #if defined(SHARDACCUM_HAVE_CUDA)
     worlds_.clear();
     CudaBackendOptions o;
+    o.host_task_depth = kCudaHostTaskDepth;
     o.world_size = world_size;
     o.host_add_threads = host_threads_;
     o.cupti = cupti_ != "off";

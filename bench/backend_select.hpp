@@ -22,6 +22,10 @@ struct BackendChoice {
 /// was asked for and is not built or has no GPU.
 BackendChoice choose_backend(const std::string& requested);
 
+/// Host tasks a cuda rank keeps pending (CudaBackendOptions::host_task_depth's default): the model
+/// counts their pinned stagings; known before any backend exists.
+inline constexpr int kCudaHostTaskDepth = 2;
+
 class BackendPool {
  public:
   /// `pinned_hint`: pinned bytes per rank that the largest case needs (the model's peak), so the

@@ -56,7 +56,25 @@ double ceiling(const nlohmann::json& ctx, const char* key) {
 void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s, Progress& progress) {
   bool ok = false;
   try {
+    if (const auto it = s.skip.find(spec.name()); it != s.skip.end()) {
+      st.SkipWithError(it->second.c_str());
+      progress.case_done(spec.name(), false);
+      return;
+    }
     Backend& backend = s.pool->get(spec.world_size);
+    if (backend.gpu_times()) {  // the device side of the fit, after the context, NCCL and a trim
+      backend.release_cached_memory();
+      MemoryBudget b = s.budget;
+      b.ranks_per_process = static_cast<int>(backend.local_ranks().size());
+      b.device_free_bytes = least_device_free(backend);
+      b.host_available_bytes = 0;  // checked before the backend started
+      if (const auto why = fit_problem(spec, b)) {
+        if (progress.rank == 0) std::fprintf(stderr, "shardaccum_bench: %s %s\n", spec.name().c_str(), why->c_str());
+        st.SkipWithError(why->c_str());
+        progress.case_done(spec.name(), false);
+        return;
+      }
+    }
     const CasePlan plan = spec.plan();
     const Prediction model = predict(plan, spec.world_size, backend.host_task_depth());
     CaseRunner runner(backend, plan);

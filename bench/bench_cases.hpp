@@ -1,10 +1,13 @@
 #pragma once
 // Registers the case matrix as Google Benchmark cases (manual time, one iteration per measured
 // step) and writes their counters: measured per step beside the model's prediction (DESIGN.md §7).
+#include <map>
+#include <string>
 #include <vector>
 
 #include "bench/backend_select.hpp"
 #include "bench/case_matrix.hpp"
+#include "bench/memory_fit.hpp"
 
 namespace shardaccum {
 
@@ -12,6 +15,10 @@ struct SuiteSettings {
   int warmup = 1;
   int steps = 3;
   BackendPool* pool = nullptr;
+  /// Cases that do not fit the host by the model (name -> message): skipped before any GPU work.
+  std::map<std::string, std::string> skip;
+  /// The host side of the budget; each case's device side is read once its world has started.
+  MemoryBudget budget;
 };
 
 /// Registers every case; the cases run when benchmark::RunSpecifiedBenchmarks is called. Progress

@@ -20,6 +20,7 @@
 #include "bench/bench_cases.hpp"
 #include "bench/cli.hpp"
 #include "bench/launcher.hpp"
+#include "bench/memory_fit.hpp"
 #include "bench/rendezvous.hpp"
 #include "strategies/model.hpp"
 #include "profiling/trace.hpp"
@@ -97,11 +98,10 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 };
 
 /// Checks before any work that every case can be judged and fits. Throws CliError naming the flag.
-void validate_cases(const std::vector<CaseSpec>& cases, const BackendChoice& choice) {
+void validate_cases(const std::vector<CaseSpec>& cases) {
   if (cases.empty()) throw CliError("no case to run: an axis flag is empty");
   std::set<std::string> names;
   std::map<std::string, const Layout*> layouts;
-  uint64_t host_bytes = 0;
   for (const auto& c : cases) {
     const auto [it, fresh] = layouts.emplace(c.layout->name, c.layout.get());
     if (!fresh && it->second != c.layout.get())
@@ -116,17 +116,29 @@ void validate_cases(const std::vector<CaseSpec>& cases, const BackendChoice& cho
                      ": the oracle's error bound (" + std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
                      ") is too loose to tell a lost micro-batch (error about " + std::to_string(std::sqrt(1.0 / k)) +
                      ") from rounding; use --dtype fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
-    if (choice.name == "host") {  // the host backend holds every rank's memory in this process
-      const Prediction p = predict(c.plan(), c.world_size);
-      host_bytes = std::max(host_bytes, (p.peak_device_bytes + p.peak_pinned_bytes) * c.world_size);
+  }
+}
+
+/// The cases that cannot fit this machine's host memory by the model (name -> message), decided
+/// before any backend exists, so that no arena is pinned and no GPU touched for them. The device
+/// side is checked per case once its world has started (bench_cases.cpp).
+std::map<std::string, std::string> host_fit_skips(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
+                                                  bool processes, MemoryBudget& budget) {
+  budget.host_available_bytes = host_memory_available();
+  budget.host_margin_bytes = host_memory_margin(budget.host_available_bytes);
+  budget.host_backend = choice.name == "host";
+  budget.host_task_depth = choice.name == "cuda" ? kCudaHostTaskDepth : 0;
+  budget.device_margin_bytes = kDeviceMemoryMargin;
+  std::map<std::string, std::string> skips;
+  for (const auto& c : cases) {
+    MemoryBudget b = budget;
+    b.ranks_per_process = processes ? 1 : c.world_size;
+    if (auto why = fit_problem(c, b)) {
+      std::fprintf(stderr, "shardaccum_bench: %s %s\n", c.name().c_str(), why->c_str());
+      skips.emplace(c.name(), *why);
     }
   }
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t avail = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
-  if (avail && host_bytes > avail)
-    throw CliError("--model/--world-size: the largest case needs " + std::to_string(host_bytes >> 20) +
-                   " MiB on the host backend (every rank's gradients, by the model) but " +
-                   std::to_string(avail >> 20) + " MiB are free; use a smaller --model or --world-size");
+  return skips;
 }
 
 }  // namespace
@@ -163,7 +175,7 @@ int main(int argc, char** argv) {
                          std::to_string(launch.world_size) + " processes, one rank each; leave --world-size "
                          "out or give " + std::to_string(launch.world_size));
     cases = build_matrix(axes);
-    validate_cases(cases, choice);
+    validate_cases(cases);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardaccum_bench: %serror: %s\n",
                  launch.rank ? ("rank " + std::to_string(launch.rank) + ": ").c_str() : "", e.what());
@@ -272,11 +284,14 @@ int main(int argc, char** argv) {
   const std::string reps = flag_value(opts.benchmark_args, "--benchmark_repetitions");
   if (!reps.empty()) to_run *= std::max(1, std::atoi(reps.c_str()));
 
-  // Pin, once and up front, what the most demanding case needs (the model's peak, with the cuda
-  // backend's two pending CPU adds), rather than growing the arena inside a measured step.
+  MemoryBudget budget;
+  std::map<std::string, std::string> skips = host_fit_skips(cases, choice, processes, budget);
+  // Pin, once and up front, what the most demanding case that fits needs (the model's peak, with
+  // the cuda backend's pending CPU adds), rather than growing the arena inside a measured step.
   uint64_t pinned_hint = 0;
   for (const auto& c : cases)
-    pinned_hint = std::max(pinned_hint, predict(c.plan(), c.world_size, 2).peak_pinned_bytes);
+    if (!skips.count(c.name()))
+      pinned_hint = std::max(pinned_hint, predict(c.plan(), c.world_size, budget.host_task_depth).peak_pinned_bytes);
   BackendPool pool(choice, opts.threads, opts.cupti, opts.ceilings == "on", pinned_hint);
   pool.set_timeout(opts.timeout_s);
   if (processes) {
@@ -388,7 +403,12 @@ int main(int argc, char** argv) {
     trace::install_process_recorder(recorder.get());
   }
 
-  SuiteSettings settings{opts.warmup, opts.steps, &pool};
+  SuiteSettings settings;
+  settings.warmup = opts.warmup;
+  settings.steps = opts.steps;
+  settings.pool = &pool;
+  settings.skip = std::move(skips);
+  settings.budget = budget;
   register_cases(cases, settings);
   set_progress_total(to_run);
   if (reporter) {
