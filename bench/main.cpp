@@ -1,6 +1,6 @@
 // shardaccum_bench: the benchmark binary. Parses and validates everything before any GPU work,
-// registers the case matrix, runs it through Google Benchmark, and writes --benchmark_out via a
-// temporary file so that a result file is never half-written.
+// registers the case matrix, runs it through Google Benchmark, and writes --benchmark_out through
+// bench/result_file.hpp (locked, verified complete, then renamed over the old result).
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +21,8 @@
 #include "bench/cli.hpp"
 #include "bench/launcher.hpp"
 #include "bench/memory_fit.hpp"
+#include "bench/reporters.hpp"
+#include "bench/result_file.hpp"
 #include "bench/rendezvous.hpp"
 #include "strategies/model.hpp"
 #include "profiling/trace.hpp"
@@ -45,20 +47,6 @@ std::string run_git_commit() {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (!out.empty()) return out;
   return SHARDACCUM_GIT_COMMIT;  // recorded at configure time
-}
-
-/// The temporary --benchmark_out file, removed if the run is interrupted (SIGINT, SIGTERM).
-char g_tmp_path[4096] = {};
-void on_signal(int sig) {
-  if (g_tmp_path[0]) unlink(g_tmp_path);  // async-signal-safe
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-void install_cleanup(const std::string& tmp) {
-  std::snprintf(g_tmp_path, sizeof g_tmp_path, "%s", tmp.c_str());
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  signal(SIGHUP, on_signal);
 }
 
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
@@ -192,74 +180,33 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // Google Benchmark writes --benchmark_out itself; point it at a temporary file and rename it
-  // once the run has finished, so an interrupted run never leaves a half-written result.
-  std::string out_path, tmp_path;
-  if (std::count_if(opts.benchmark_args.begin(), opts.benchmark_args.end(),
-                    [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; }) > 1) {
-    std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out is given more than once; give it once\n");
-    return 2;
-  }
-  if (!reporter)  // only rank 0 writes --benchmark_out
-    opts.benchmark_args.erase(std::remove_if(opts.benchmark_args.begin(), opts.benchmark_args.end(),
-                                             [](const std::string& a) { return a.rfind("--benchmark_out", 0) == 0; }),
-                              opts.benchmark_args.end());
+  // --benchmark_out: validated, and locked against a second run writing the same file, before
+  // any work; Google Benchmark gets /dev/null, the suite writes the file (bench/result_file.hpp).
+  OutputPlan out;
+  std::unique_ptr<ResultFile> result_file;
   try {
-    for (auto& a : opts.benchmark_args)
-      if (a.rfind("--benchmark_out=", 0) == 0) {
-        out_path = a.substr(std::string("--benchmark_out=").size());
-        if (out_path.empty()) {
-          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out= needs a file name\n");
-          return 2;
-        }
-        // A link is followed (the rename replaces the file it names, not the link); a device or
-        // pipe (/dev/stdout) is written directly, since it cannot be renamed over.
-        std::error_code lec;
-        if (out_path.rfind("/dev/", 0) == 0 || out_path.rfind("/proc/", 0) == 0) {
-          out_path.clear();
-          continue;
-        }
-        if (std::filesystem::is_symlink(out_path, lec)) {
-          const auto target = std::filesystem::read_symlink(out_path, lec);
-          out_path = (target.is_absolute() ? target : std::filesystem::path(out_path).parent_path() / target).string();
-        }
-        if (std::filesystem::exists(out_path, lec) && !std::filesystem::is_regular_file(out_path, lec) &&
-            !std::filesystem::is_directory(out_path, lec)) {
-          out_path.clear();
-          continue;
-        }
-        const auto dir = std::filesystem::path(out_path).parent_path();
-        if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' does not exist\n",
-                       dir.c_str());
-          return 2;
-        }
-        if (std::filesystem::is_directory(out_path) || out_path.back() == '/') {
-          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out=%s is a directory; give a file name such as run.json\n",
-                       out_path.c_str());
-          return 2;
-        }
-        if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
-          std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: directory '%s' is not writable\n",
-                       dir.empty() ? "." : dir.c_str());
-          return 2;
-        }
-        tmp_path = out_path + ".tmp." + std::to_string(getpid());
-        a = "--benchmark_out=" + tmp_path;
-        install_cleanup(tmp_path);
-      }
-  } catch (const std::exception& e) {  // a path that cannot even be examined (permissions, a link loop)
-    std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: cannot use that path: %s\n", e.what());
-    return 2;
-  }
-  if (!out_path.empty() && !opts.trace.empty()) {
-    std::error_code ec;
-    const auto a = std::filesystem::weakly_canonical(out_path, ec), b = std::filesystem::weakly_canonical(opts.trace, ec);
-    if (!ec && a == b) {
-      std::fprintf(stderr, "shardaccum_bench: error: --trace and --benchmark_out name the same file (%s); give two names\n",
-                   out_path.c_str());
-      return 2;
+    out = plan_benchmark_out(opts.benchmark_args, reporter);
+    const std::vector<std::string> inputs = model_input_files(opts);
+    if (!out.dest.empty()) refuse_overwriting_inputs("--benchmark_out=" + out.dest, out.dest, inputs);
+    if (!opts.trace.empty()) refuse_overwriting_inputs("--trace " + opts.trace, opts.trace, inputs);
+    if (!out.dest.empty() && !opts.trace.empty()) {
+      std::error_code ec;
+      const auto a = std::filesystem::weakly_canonical(out.dest, ec), b = std::filesystem::weakly_canonical(opts.trace, ec);
+      if (!ec && a == b)
+        throw CliError("--trace and --benchmark_out name the same file (" + out.dest + "); give two names");
     }
+    if (!out.dest.empty() && !out.direct) {
+      install_result_cleanup();
+      result_file = std::make_unique<ResultFile>(out.dest);
+      for (const auto& f : result_file->removed_stale())
+        std::fprintf(stderr, "shardaccum_bench: removed %s, left by a run that was killed\n", f.c_str());
+    }
+  } catch (const CliError& e) {
+    std::fprintf(stderr, "shardaccum_bench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: %s\n", e.what());
+    return 1;
   }
 
   std::vector<char*> bargv;
@@ -411,8 +358,16 @@ int main(int argc, char** argv) {
   settings.budget = budget;
   register_cases(cases, settings);
   set_progress_total(to_run);
+  std::unique_ptr<FiniteReporter> file_reporter;
   if (reporter) {
-    benchmark::RunSpecifiedBenchmarks();
+    // Both reporters print NaN (a constant counter's _cv) as null / an empty field / '-'.
+    FiniteReporter display(benchmark::CreateDefaultDisplayReporter(), display_format(opts.benchmark_args));
+    if (out.dest.empty()) {
+      benchmark::RunSpecifiedBenchmarks(&display);
+    } else {
+      file_reporter = std::make_unique<FiniteReporter>(out.format, out.tabular);
+      benchmark::RunSpecifiedBenchmarks(&display, file_reporter.get());
+    }
   } else {
     SilentReporter silent;
     benchmark::RunSpecifiedBenchmarks(&silent);
@@ -431,36 +386,26 @@ int main(int argc, char** argv) {
   // Nothing ran (a filter that matches nothing, --benchmark_list_tests): keep any older result.
   const RunTally tally = run_tally();
   if (tally.done == 0) {
-    if (!tmp_path.empty()) std::filesystem::remove(tmp_path);
     const bool listing = flag_value(opts.benchmark_args, "--benchmark_list_tests") == "true" ||
                          std::find(opts.benchmark_args.begin(), opts.benchmark_args.end(),
                                    "--benchmark_list_tests") != opts.benchmark_args.end();
     if (listing) return end(0);
     std::fprintf(stderr, "shardaccum_bench: error: no case ran (does --benchmark_filter match any name? see "
-                         "--list); %s\n", out_path.empty() ? "nothing written" : ("left " + out_path + " as it was").c_str());
+                         "--list); %s\n", out.dest.empty() ? "nothing written" : ("left " + out.dest + " as it was").c_str());
     return end(2);
   }
-  if (!tmp_path.empty()) {
-    // Google Benchmark does not report a failed write (a full disk): check the JSON it left
-    // before it replaces the previous result.
-    const std::string fmt = flag_value(opts.benchmark_args, "--benchmark_out_format");
-    if (fmt.empty() || fmt == "json") {
-      std::ifstream in(tmp_path);
-      if (!nlohmann::json::accept(in)) {
-        std::filesystem::remove(tmp_path);
-        std::fprintf(stderr, "shardaccum_bench: error: the results written to %s are not complete JSON (disk "
-                             "full?); %s left as it was\n", tmp_path.c_str(), out_path.c_str());
-        return end(1);
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp_path, out_path, ec);
-    if (ec) {
-      std::fprintf(stderr, "shardaccum_bench: error: could not move %s to %s: %s\n", tmp_path.c_str(),
-                   out_path.c_str(), ec.message().c_str());
+  if (file_reporter) {
+    // Google Benchmark's ofstream reports no failed write (a full disk): the suite writes, reads
+    // back and compares, and only then replaces the previous result.
+    try {
+      verify_result_text(out.format, file_reporter->text());
+      if (result_file) result_file->commit(file_reporter->text());
+      else write_direct(out.dest, file_reporter->text());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardaccum_bench: error: --benchmark_out: %s\n", e.what());
       return end(1);
     }
-    std::fprintf(stderr, "shardaccum_bench: wrote %s\n", out_path.c_str());
+    std::fprintf(stderr, "shardaccum_bench: wrote %s\n", out.dest.c_str());
   }
   if (recorder) {
     trace::install_process_recorder(nullptr);

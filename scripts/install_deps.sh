@@ -14,7 +14,8 @@ Installs what is missing, and only that; prints nothing when nothing is missing.
 
   C++ build (Debian/Ubuntu packages, through apt-get; apt-get update runs first, only when something
   is missing): cmake (>= 3.25) ninja-build g++ libbenchmark-dev libgtest-dev libcli11-dev
-  nlohmann-json3-dev. A tool or library already present (on PATH, or its headers and CMake package
+  nlohmann-json3-dev; for --for test also libbenchmark-tools (Google Benchmark's compare.py, which
+  tests/py/test_gbench_compare.py runs on the suite's JSON). A tool or library already present (on PATH, or its headers and CMake package
   under /usr, /usr/local, $CMAKE_PREFIX_PATH or $CONDA_PREFIX) is taken as it is.
 
   Python (the report tool and the Python tests): a virtual environment .venv made from
@@ -98,6 +99,9 @@ dpkg_has libbenchmark-dev || lib_present benchmark/benchmark.h benchmark || need
 dpkg_has libgtest-dev || lib_present gtest/gtest.h GTest || need libgtest-dev
 dpkg_has libcli11-dev || lib_present CLI/CLI.hpp CLI11 || need libcli11-dev
 dpkg_has nlohmann-json3-dev || lib_present nlohmann/json.hpp nlohmann_json || need nlohmann-json3-dev
+# Google Benchmark's own compare.py reads the suite's JSON in a test (the JSON must stay strict).
+[[ "$purpose" != test ]] || dpkg_has libbenchmark-tools || [[ -f /usr/share/benchmark/compare.py ]] ||
+  need libbenchmark-tools
 
 # --- Python -----------------------------------------------------------------------------------------
 need_venv=0
