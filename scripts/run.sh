@@ -84,10 +84,8 @@ done
 if [[ -n "$part" ]]; then
   [[ "$part" =~ ^([0-9]+)/([0-9]+)$ ]] \
     || SA_DIE_CODE=2 sa_die "--part '$part': give I/N with 1 <= I <= N (e.g. --part 2/3)"
-  # The parts run as separate commands: one name, given by the user, keeps them together.
-  [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--part $part needs --name NAME: each part goes to" \
-                                           "reports/NAME.part-I-of-N/ (merge them with scripts/merge.py)"
 fi
+name_given=$name
 [[ -n "$name" ]] || name="run-$(date +%Y%m%d-%H%M%S)"
 [[ "$name" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] \
   || SA_DIE_CODE=2 sa_die "--name '$name': use letters, digits, '.', '_' and '-' (one folder name, starting with a letter or digit)"
@@ -108,6 +106,10 @@ for a in ${bench_args[@]+"${bench_args[@]}"}; do
       SA_DIE_CODE=2 sa_die "'$a': run.sh writes the JSON to reports/NAME/run.json itself (choose NAME with --name)" ;;
   esac
 done
+# The parts run as separate commands: one name, given by the user, keeps them together.
+[[ -n "$part" && -z "$name_given" ]] && (( ! info_only )) \
+  && SA_DIE_CODE=2 sa_die "--part $part needs --name NAME: each part goes to reports/NAME.part-I-of-N/" \
+                          "(merge them with scripts/merge.py)"
 backend_args=()
 (( has_backend )) || backend_args=(--backend auto)
 folder=$name      # the folder under reports/: NAME, or NAME.part-I-of-N
