@@ -75,6 +75,8 @@ def _load(path: Path) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict) or \
             not isinstance(doc.get("benchmarks"), list):
         raise InputError(str(path), "not a Google Benchmark JSON result (needs 'context' and 'benchmarks')")
+    if not all(isinstance(e, dict) for e in doc["benchmarks"]):
+        raise InputError(str(path), "'benchmarks' holds an entry that is not an object")
     return doc
 
 
@@ -126,7 +128,7 @@ def merge_docs(paths: list[Path]) -> dict:
                              f"missing: every part 1..{n} must be given once (have {', '.join(map(str, sorted(by_index)))})")
     loaded.sort(key=lambda t: t[0][0])
 
-    (_, first_path, first) = loaded[0][0], loaded[0][1], loaded[0][2]
+    _, first_path, first = loaded[0]
     ref_ctx = first["context"]
     for _, p, doc in loaded[1:]:
         ctx = doc["context"]
@@ -146,7 +148,7 @@ def merge_docs(paths: list[Path]) -> dict:
     benchmarks = []
     family_offset = 0
     for _, p, doc in loaded:
-        names = {_case_name(e) for e in doc["benchmarks"] if isinstance(e, dict)}
+        names = {_case_name(e) for e in doc["benchmarks"]}
         for name in sorted(names):
             if name in owner:
                 raise InputError("", f"case {name} is in two parts: {owner[name]} and {p}")
@@ -166,7 +168,8 @@ def merge_docs(paths: list[Path]) -> dict:
         if any(key in doc["context"] for _, _, doc in loaded):
             context[key] = _joined([doc["context"].get(key) for _, _, doc in loaded])
     if "command" in ref_ctx:
-        context["command"] = " ".join([str(ref_ctx["command"]).split(" ")[0], comparable_command(str(ref_ctx["command"]))]).strip()
+        argv0 = str(ref_ctx["command"]).split(" ")[0]
+        context["command"] = f"{argv0} {comparable_command(str(ref_ctx['command']))}".strip()
     context["part"] = f"merged 1..{n} of {n}"
     context["part_dates"] = [str(doc["context"].get("date", "")) for _, _, doc in loaded]
     context["merged_from"] = [str(p) for _, p, _ in loaded]
