@@ -1,5 +1,7 @@
 #include "bench/case_matrix.hpp"
 
+#include <stdexcept>
+
 namespace shardaccum {
 
 std::string CaseSpec::name() const {
@@ -19,6 +21,41 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
         for (const auto& st : a.strategies)
           for (const auto& sc : a.schedules) cases.push_back({m, w, sc, st, d, a.gen, a.seed});
   return cases;
+}
+
+std::string MatrixPart::text() const { return std::to_string(index) + "/" + std::to_string(count); }
+
+MatrixPart parse_part(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument("--part '" + text + "': " + why +
+                                 " (give I/N with 1 <= I <= N, e.g. --part 2/3 for the second of three slices)");
+  };
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) throw bad("expected I/N");
+  // Digits only: stoi would take "+1", " 1" or "1x"; a cap keeps I and N far from int overflow.
+  const auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("I and N must be whole numbers up to 100000");
+    return std::stoi(s);
+  };
+  MatrixPart p{number(text.substr(0, slash)), number(text.substr(slash + 1))};
+  if (p.count < 1 || p.count > 100000) throw bad("N must be 1..100000");
+  if (p.index < 1 || p.index > p.count) throw bad("I must be 1..N");
+  return p;
+}
+
+std::pair<size_t, size_t> part_range(size_t total, const MatrixPart& part) {
+  const auto n = static_cast<size_t>(part.count), i = static_cast<size_t>(part.index);
+  if (n > total)
+    throw std::invalid_argument("--part " + part.text() + ": the matrix has only " + std::to_string(total) +
+                                " case" + (total == 1 ? "" : "s") + ", so some of " + std::to_string(n) +
+                                " slices would be empty; give N <= " + std::to_string(total));
+  return {(i - 1) * total / n, i * total / n};
+}
+
+std::vector<CaseSpec> select_part(const std::vector<CaseSpec>& cases, const MatrixPart& part) {
+  const auto [b, e] = part_range(cases.size(), part);
+  return {cases.begin() + static_cast<std::ptrdiff_t>(b), cases.begin() + static_cast<std::ptrdiff_t>(e)};
 }
 
 }  // namespace shardaccum

@@ -1,7 +1,9 @@
 #pragma once
 // The case matrix as axes (STYLE.md, NVBench): model x world size x schedule x strategy x dtype.
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strategies/step_driver.hpp"
@@ -36,5 +38,26 @@ struct CaseSpec {
 
 /// The product of the axes, in a stable order (model, world, dtype, strategy, schedule).
 std::vector<CaseSpec> build_matrix(const MatrixAxes& axes);
+
+/// One of N slices of the case matrix (`--part I/N`): index I in 1..count. 1/1 is the whole matrix.
+struct MatrixPart {
+  int index = 1;
+  int count = 1;
+  /// "I/N", as written in the JSON context (`part`) and on the command line.
+  std::string text() const;
+};
+
+/// Parses `--part I/N` (decimal, 1 <= I <= N <= 100000). Throws std::invalid_argument naming
+/// --part and the fix for anything else ("0/3", "4/3", "x", "1/", "+1/2").
+MatrixPart parse_part(const std::string& text);
+
+/// The half-open range [begin, end) of slice `part` over `total` cases: [floor((I-1)*total/N),
+/// floor(I*total/N)). The N slices are contiguous, cover every case exactly once in order, and
+/// their sizes differ by at most 1. Throws std::invalid_argument naming
+/// --part when a slice would be empty (N > total).
+std::pair<size_t, size_t> part_range(size_t total, const MatrixPart& part);
+
+/// The cases of slice `part` of `cases` (see part_range), in their order.
+std::vector<CaseSpec> select_part(const std::vector<CaseSpec>& cases, const MatrixPart& part);
 
 }  // namespace shardaccum

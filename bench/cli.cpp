@@ -150,6 +150,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "Seconds before a rank that never arrives, a dead peer or a stuck collective ends the run "
                  "with an error")->capture_default_str();
   app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs");
+  app.add_option("--part", o.part,
+                 "I/N: run only the I-th of N contiguous, near-equal slices of the case matrix (a long job "
+                 "over several commands; join the JSON with scripts/merge.py)");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
 
   try {
@@ -178,6 +181,11 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     char v[32];
     std::snprintf(v, sizeof v, "%g", o.timeout_s);
     throw CliError(std::string("--timeout ") + v + ": give 1..86400 seconds");
+  }
+  if (!o.part.empty()) try {
+    o.part_slice = parse_part(o.part);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
   }
   if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
   if (o.ceilings != "on" && o.ceilings != "off")

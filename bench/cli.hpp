@@ -29,6 +29,8 @@ struct BenchOptions {
   std::string rendezvous;                   // file:PATH | tcp:HOST:PORT; empty: MASTER_ADDR/PORT
   double timeout_s = 300;                   // a rank that never arrives or a stuck collective
   std::vector<std::string> config_dirs;
+  std::string part;                         // --part I/N as given; empty: the whole matrix
+  MatrixPart part_slice;                    // --part parsed (bench/case_matrix.hpp); 1/1 by default
   std::vector<std::string> benchmark_args;  // argv[0] and every --benchmark_* flag
   std::string command_line;                 // the exact command, for the JSON context
 };

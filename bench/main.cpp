@@ -134,6 +134,7 @@ std::map<std::string, std::string> host_fit_skips(const std::vector<CaseSpec>& c
 int main(int argc, char** argv) {
   BenchOptions opts;
   std::vector<CaseSpec> cases;
+  size_t matrix_cases = 0;  // the whole matrix, before --part keeps one slice
   BackendChoice choice;
   LaunchInfo launch;
   RendezvousSpec rendezvous;
@@ -164,6 +165,8 @@ int main(int argc, char** argv) {
                          "out or give " + std::to_string(launch.world_size));
     cases = build_matrix(axes);
     validate_cases(cases);
+    matrix_cases = cases.size();
+    cases = select_part(cases, opts.part_slice);  // the whole matrix was validated: any part finds bad input
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardaccum_bench: %serror: %s\n",
                  launch.rank ? ("rank " + std::to_string(launch.rank) + ": ").c_str() : "", e.what());
@@ -176,7 +179,9 @@ int main(int argc, char** argv) {
   if (opts.list) {
     if (!reporter) return 0;
     for (const auto& c : cases) std::printf("%s\n", c.name().c_str());
-    std::fprintf(stderr, "%zu cases on backend %s\n", cases.size(), choice.name.c_str());
+    std::fprintf(stderr, "%zu cases on backend %s", cases.size(), choice.name.c_str());
+    if (opts.part_slice.count > 1) std::fprintf(stderr, " (part %s of %zu cases)", opts.part_slice.text().c_str(), matrix_cases);
+    std::fprintf(stderr, "\n");
     return 0;
   }
 
@@ -291,6 +296,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("k", joined(ks));
   benchmark::AddCustomContext("gen", opts.gen);
   benchmark::AddCustomContext("seed", std::to_string(opts.seed));
+  benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
+  benchmark::AddCustomContext("matrix_cases", std::to_string(matrix_cases));
   if (choice.name == "host") {
     char host[256] = {};
     gethostname(host, sizeof host - 1);

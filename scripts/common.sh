@@ -4,6 +4,7 @@
 # below. It changes no directory and installs nothing by itself.
 
 SA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SA_PRESET=default                      # the CMake preset sa_build configures and builds
 SA_BUILD_DIR="$SA_ROOT/build"          # binaryDir of the CMake preset `default`
 # shellcheck disable=SC2034  # used by run.sh
 SA_BENCH="$SA_BUILD_DIR/bench/shardaccum_bench"
@@ -66,10 +67,17 @@ sa_venv_ready() {
 
 # sa_python [run|test] [--strict]
 # Prints the Python that runs the tools for PURPOSE (run: the report tool; test: also pytest):
-# .venv when it is ready, else a system python3 that already has the packages (the GPU machines,
-# which have no network). Returns 1 when there is none: run scripts/install_deps.sh.
+# $SHARDACCUM_PYTHON when set, else .venv when it is ready, else a system python3 that already has the
+# packages (the GPU machines, which have no network). Returns 1 when there is none: run
+# scripts/install_deps.sh.
 sa_python() {
   local purpose=${1:-test}
+  # SHARDACCUM_PYTHON names it outright (tests, a machine with its own environment); not with --strict.
+  if [[ -n "${SHARDACCUM_PYTHON:-}" && "${2:-}" != --strict ]]; then
+    # shellcheck disable=SC2046
+    sa_py_has "$SHARDACCUM_PYTHON" $(sa_py_modules "$purpose") && { echo "$SHARDACCUM_PYTHON"; return 0; }
+    return 1
+  fi
   if sa_venv_ready "$purpose"; then echo "$SA_VENV/bin/python"; return 0; fi
   local sys_py
   sys_py=$(command -v python3 2>/dev/null) || return 1
@@ -86,23 +94,40 @@ sa_python() {
 }
 
 # --- Build ------------------------------------------------------------------------------------------
-# sa_build [TARGET...]: configures the preset `default` (build/, CUDA when nvcc is found) when it has
-# not been configured yet, then builds TARGETs (everything when none). Set SHARDACCUM_JOBS to limit
-# parallel jobs (default: ninja's).
+# sa_use_preset PRESET: build with CMakePresets.json's PRESET (default: build/, host: build-host/, no
+# CUDA; debug: build-debug/) from now on; sets SA_PRESET, SA_BUILD_DIR and SA_BENCH. Exit 2 otherwise.
+sa_use_preset() {
+  case "$1" in
+    default) SA_BUILD_DIR="$SA_ROOT/build" ;;
+    host) SA_BUILD_DIR="$SA_ROOT/build-host" ;;
+    debug) SA_BUILD_DIR="$SA_ROOT/build-debug" ;;
+    *) SA_DIE_CODE=2 sa_die "SHARDACCUM_PRESET='$1': expected default, host or debug (CMakePresets.json)" ;;
+  esac
+  SA_PRESET=$1
+  # shellcheck disable=SC2034  # used by run.sh
+  SA_BENCH="$SA_BUILD_DIR/bench/shardaccum_bench"
+}
+
+# sa_build [TARGET...]: configures the preset $SA_PRESET (`default`: build/, CUDA when nvcc is found;
+# see sa_use_preset) when it has not been configured yet, then builds TARGETs (everything when none).
+# Set SHARDACCUM_JOBS to limit parallel jobs (default: ninja's).
 sa_build() {
   local t0=$SECONDS
+  local dir=${SA_BUILD_DIR#"$SA_ROOT/"}
   if [[ ! -f "$SA_BUILD_DIR/build.ninja" ]]; then
-    sa_say "configuring (cmake --preset default: build/, CUDA backend when nvcc is found)"
-    if ! (cd "$SA_ROOT" && cmake --preset default); then
-      sa_die "cmake --preset default failed (see above). If build/ was made by another generator or" \
-             "source tree, remove it (rm -rf build) and try again."
+    local cuda=""
+    [[ "$SA_PRESET" == default ]] && cuda=", CUDA backend when nvcc is found"
+    sa_say "configuring (cmake --preset $SA_PRESET: $dir/$cuda)"
+    if ! (cd "$SA_ROOT" && cmake --preset "$SA_PRESET"); then
+      sa_die "cmake --preset $SA_PRESET failed (see above). If $dir/ was made by another generator or" \
+             "source tree, remove it (rm -rf $dir) and try again."
     fi
   fi
-  local args=(--build --preset default)
+  local args=(--build --preset "$SA_PRESET")
   [[ -n "${SHARDACCUM_JOBS:-}" ]] && args+=(-j "$SHARDACCUM_JOBS")
   local t
   for t in "$@"; do args+=(--target "$t"); done
-  sa_say "building${*:+ $*} (cmake --build --preset default${SHARDACCUM_JOBS:+ -j $SHARDACCUM_JOBS})"
+  sa_say "building${*:+ $*} (cmake --build --preset $SA_PRESET${SHARDACCUM_JOBS:+ -j $SHARDACCUM_JOBS})"
   (cd "$SA_ROOT" && cmake "${args[@]}") || sa_die "the build failed (see the compiler output above)"
   sa_say "build done in $(sa_elapsed "$t0")"
 }

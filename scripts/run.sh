@@ -8,12 +8,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/run.sh [--name NAME] [--no-install] [--no-trace | --full-trace] [-- SHARDACCUM_BENCH_FLAGS...]
+usage: scripts/run.sh [--name NAME] [--part I/N] [--no-install] [--no-trace | --full-trace] [-- SHARDACCUM_BENCH_FLAGS...]
 
 The main job of shardaccum, the first command to run on a fresh machine:
   1. installs what is missing (scripts/install_deps.sh --for run; nothing when all is there),
   2. configures and builds shardaccum_bench (CMake preset `default`, folder build/; the CUDA
-     backend is built when nvcc is found),
+     backend is built when nvcc is found; SHARDACCUM_PRESET=host: folder build-host/, no CUDA),
   3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
      visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
      every strategy and schedule, about a minute on 2 idle cores), whose times are host wall-clock,
@@ -22,11 +22,17 @@ The main job of shardaccum, the first command to run on a fresh machine:
      case on every rank: about 6 MB for the default host matrix instead of 18 MB), and the report
      made from them by scripts/report.py to reports/NAME/README.md (with PNG plots, among them a
      timeline of one step per case drawn from the trace), and prints the report's path.
+     All of it is written in a new folder, reports/.NAME.partial.PID/, which replaces
+     reports/NAME only once the run and the report have succeeded: a failed or interrupted run
+     leaves an older reports/NAME as it was.
 
 options:
   --name NAME     report folder under reports/ (letters, digits, '.', '_', '-'; default
-                  run-YYYYmmdd-HHMMSS); an older report of the same name is replaced
-  --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+                  run-YYYYmmdd-HHMMSS); an older report of the same name is replaced, as a
+                  whole, when the new run and report have succeeded
+  --part I/N      run only the I-th of N slices of the case matrix (shardaccum_bench --part), for a
+                  job longer than one command; needs --name: the part goes to
+                  reports/NAME.part-I-of-N/. Join the parts' run.json with scripts/merge.py  --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
   --no-trace      write no trace (reports/NAME/trace.json); the report then has no timeline
   --full-trace    keep every measured step of every case in the trace (about 3 times larger
                   with the default 3 measured steps; open it in ui.perfetto.dev)
@@ -40,8 +46,12 @@ examples:
   scripts/run.sh --name smoke -- --offload none --schedule sync
   scripts/run.sh --name presets -- --preset fsdp2,zero3 --benchmark_repetitions=5
   scripts/run.sh -- --list          (only lists the cases; no run, no report)
+  scripts/run.sh --name big --part 1/2 ; scripts/run.sh --name big --part 2/2
+  python3 scripts/merge.py reports/big.part-{1,2}-of-2/run.json --out big.json
 
-environment: SHARDACCUM_JOBS=N limits parallel build jobs. NCCL_NVLS_ENABLE=0,
+environment: SHARDACCUM_JOBS=N limits parallel build jobs; SHARDACCUM_PRESET=host|debug builds
+with that CMake preset instead (build-host/, build-debug/: no nvcc); SHARDACCUM_PYTHON=PATH is the
+Python for the report tool. NCCL_NVLS_ENABLE=0,
 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
 
 exit status: 0 run and report written (a WRONG case is a result, not a failure: the known-incorrect
@@ -51,6 +61,7 @@ EOF
 
 t_start=$SECONDS
 name=""
+part=""          # --part I/N: one slice of the case matrix
 install=1
 trace_mode=first   # first: the first measured step of each case; full: every step; none: no trace
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
@@ -59,6 +70,8 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --name) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--name needs a value"; name=$2; shift 2 ;;
     --name=*) name=${1#--name=}; shift ;;
+    --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
+    --part=*) part=${1#--part=}; shift ;;
     --no-install) install=0; shift ;;
     --no-trace) trace_mode=none; shift ;;
     --full-trace) trace_mode=full; shift ;;
@@ -68,6 +81,11 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+if [[ -n "$part" ]]; then
+  [[ "$part" =~ ^([0-9]+)/([0-9]+)$ ]] \
+    || SA_DIE_CODE=2 sa_die "--part '$part': give I/N with 1 <= I <= N (e.g. --part 2/3)"
+fi
+name_given=$name
 [[ -n "$name" ]] || name="run-$(date +%Y%m%d-%H%M%S)"
 [[ "$name" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] \
   || SA_DIE_CODE=2 sa_die "--name '$name': use letters, digits, '.', '_' and '-' (one folder name, starting with a letter or digit)"
@@ -83,12 +101,23 @@ for a in ${bench_args[@]+"${bench_args[@]}"}; do
     --list|-h|--help) info_only=1 ;;
     --backend|--backend=*) has_backend=1 ;;
     --trace=*) user_trace=${a#--trace=} ;;
+    --part|--part=*) SA_DIE_CODE=2 sa_die "'$a' after --: give --part I/N before -- (run.sh names the folder by it)" ;;
     --benchmark_out=*|--benchmark_out_format=*|--benchmark_out|--benchmark_out_format)
       SA_DIE_CODE=2 sa_die "'$a': run.sh writes the JSON to reports/NAME/run.json itself (choose NAME with --name)" ;;
   esac
 done
+# The parts run as separate commands: one name, given by the user, keeps them together.
+[[ -n "$part" && -z "$name_given" ]] && (( ! info_only )) \
+  && SA_DIE_CODE=2 sa_die "--part $part needs --name NAME: each part goes to reports/NAME.part-I-of-N/" \
+                          "(merge them with scripts/merge.py)"
 backend_args=()
 (( has_backend )) || backend_args=(--backend auto)
+folder=$name      # the folder under reports/: NAME, or NAME.part-I-of-N
+if [[ -n "$part" ]]; then
+  bench_args=(--part "$part" ${bench_args[@]+"${bench_args[@]}"})
+  folder="$name.part-${part%/*}-of-${part#*/}"
+fi
+sa_use_preset "${SHARDACCUM_PRESET:-default}"
 
 # 1. Dependencies, 2. build.
 if (( install )); then
@@ -106,11 +135,19 @@ PY=$(sa_python run) || sa_die "no Python with $(sa_py_modules run) for the repor
 
 # 3. What will run: shardaccum_bench validates every flag and names the backend before any work.
 list_err=$(mktemp)
-trap 'rm -f "$list_err"' EXIT
+stage=""          # reports/.FOLDER.partial.PID: the new report until it replaces reports/FOLDER
+keep_stage=0      # 1 once the stage holds something to keep (a failed report's results, the swap)
+cleanup() {
+  rm -f "$list_err"
+  [[ -n "$stage" && "$keep_stage" == 0 ]] && rm -rf "$stage"
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP   # through cleanup
 if ! "$SA_BENCH" --list ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
       >/dev/null 2>"$list_err"; then
   cat "$list_err" >&2
-  SA_DIE_CODE=2 sa_die "shardaccum_bench rejected the arguments (see above; build/bench/shardaccum_bench --help)"
+  SA_DIE_CODE=2 sa_die "shardaccum_bench rejected the arguments (see above; ${SA_BENCH#"$SA_ROOT/"} --help)"
 fi
 summary_line=$(tail -n 1 "$list_err")               # "N cases on backend B"
 backend=$(sed -n 's/.* cases on backend \([a-z]*\).*/\1/p' <<<"$summary_line")
@@ -130,22 +167,33 @@ if [[ "$backend" == host ]]; then
   fi
 fi
 
-report_dir="reports/$name"
-mkdir -p "$SA_ROOT/$report_dir"
-[[ -e "$SA_ROOT/$report_dir/README.md" || -e "$SA_ROOT/$report_dir/run.json" ]] \
-  && sa_say "replacing the older report in $report_dir/"
-# Relative paths when run from the repository root, so the JSON and the report name them portably;
-# otherwise absolute, and shardaccum_bench runs in the caller's folder (relative --model FILE.json).
-if [[ "$PWD" == "$SA_ROOT" ]]; then out_json="$report_dir/run.json"; else out_json="$SA_ROOT/$report_dir/run.json"; fi
-# The trace: reports/NAME/trace.json, which the report finds beside run.json; or the user's --trace FILE.
-# An older report's trace goes first, so that the report never draws another run's steps.
-rm -f "$SA_ROOT/$report_dir/trace.json"
+report_dir="reports/$folder"
+final="$SA_ROOT/$report_dir"
+# A stage left by a run that was killed (its PID is gone) is removed; a live run's is not touched.
+for d in "$SA_ROOT/reports/.$folder.partial."*; do
+  pid=${d##*.}
+  if [[ -d "$d" && "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
+    rm -rf "$d"
+    sa_say "removed ${d#"$SA_ROOT/"}, left by an earlier run of this name that did not finish"
+  fi
+done
+# The whole new report is built in $stage/reports/FOLDER (the same path under another root, so the
+# report names reports/FOLDER/run.json) and swapped in at the end; an older report stays until then.
+stage="$SA_ROOT/reports/.$folder.partial.$$"
+rm -rf "$stage"
+mkdir -p "$stage/reports/$folder"
+stage_dir="$stage/reports/$folder"
+[[ -e "$final" ]] && sa_say "an older report is in $report_dir/: it is replaced once this run and its report succeed"
+# Relative paths when run from the repository root, so the JSON names them portably; otherwise
+# absolute, and shardaccum_bench runs in the caller's folder (relative --model FILE.json).
+if [[ "$PWD" == "$SA_ROOT" ]]; then out_json="${stage_dir#"$SA_ROOT/"}/run.json"; else out_json="$stage_dir/run.json"; fi
+# The trace: trace.json beside run.json, where the report finds it; or the user's --trace FILE.
 trace_args=()
 report_trace_args=()
 if [[ -n "$user_trace" ]]; then
   [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
   trace_mode=user
-  [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the repository root
+  [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the stage
   report_trace_args=(--trace "$user_trace")
 elif [[ "$trace_mode" != none ]]; then
   trace_args=(--trace "${out_json%run.json}trace.json")
@@ -160,22 +208,24 @@ set +e
   ${trace_args[@]+"${trace_args[@]}"} --benchmark_out="$out_json" --benchmark_out_format=json
 rc=$?
 set -e
-(( rc == 0 )) || sa_die "shardaccum_bench failed (exit $rc); no report written"
-[[ -s "$SA_ROOT/$report_dir/run.json" ]] || sa_die "shardaccum_bench exited 0 but wrote no $report_dir/run.json"
+old_note="no report written"
+[[ -e "$final" ]] && old_note="$report_dir/ is left as it was"
+(( rc == 0 )) || sa_die "shardaccum_bench failed (exit $rc); $old_note"
+[[ -s "$stage_dir/run.json" ]] || sa_die "shardaccum_bench exited 0 but wrote no run.json; $old_note"
 sa_say "benchmark done in $(sa_elapsed "$t_run")"
 
-trace_file="$SA_ROOT/$report_dir/trace.json"
+trace_file="$stage_dir/trace.json"
 [[ "$trace_mode" == user ]] && trace_file=$user_trace
 if [[ "$trace_mode" != none ]]; then
   if [[ -s "$trace_file" ]]; then
-    sa_say "trace: ${trace_file#"$SA_ROOT/"} ($(du -h "$trace_file" | cut -f1); open it in ui.perfetto.dev)"
+    sa_say "trace: $(du -h "$trace_file" | cut -f1) (open it in ui.perfetto.dev)"
   else
-    sa_warn "shardaccum_bench wrote no trace ${trace_file#"$SA_ROOT/"}: the report has no timeline"
+    sa_warn "shardaccum_bench wrote no trace: the report has no timeline"
   fi
 fi
 
 # Case summary (one line per case name; repetitions folded).
-"$PY" - "$SA_ROOT/$report_dir/run.json" <<'PYEOF' || sa_warn "could not summarise $report_dir/run.json"
+"$PY" - "$stage_dir/run.json" <<'PYEOF' || sa_warn "could not summarise the new run.json"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 cases = {}
@@ -192,23 +242,44 @@ if wrong:
           "an offload, on a schedule with more than one S), as DESIGN.md section 3 predicts")
 PYEOF
 
-# 4. The report, beside run.json (report.py keeps the files of its folder that are not its own).
+# 4. The report, beside run.json (report.py keeps the files of its folder that are not its own),
+# made from the stage's root so that it names reports/FOLDER/run.json, where it will be.
 sa_say "writing the report ($PY scripts/report.py)"
 set +e
-readme=$(cd "$SA_ROOT" && MPLBACKEND=Agg "$PY" scripts/report.py "$report_dir/run.json" \
-           ${report_trace_args[@]+"${report_trace_args[@]}"} --name "$name" --out-dir reports)
+readme=$(cd "$stage" && MPLBACKEND=Agg "$PY" "$SA_ROOT/scripts/report.py" "$report_dir/run.json" \
+           ${report_trace_args[@]+"${report_trace_args[@]}"} --name "$folder" --out-dir reports)
 rc=$?
 set -e
-readme=${readme##*$'\n'}   # the path is the last line report.py prints
 if (( rc != 0 )); then
-  sa_die "scripts/report.py failed (exit $rc, see above); the results are kept in $report_dir/run.json"
+  keep_stage=1
+  sa_die "scripts/report.py failed (exit $rc, see above); $old_note. The new results are kept in" \
+         "${stage_dir#"$SA_ROOT/"}/ until the next run named $folder"
 fi
+
+# 5. The swap: two renames within reports/. Killed between them, reports/FOLDER is absent for that
+# instant; the old report is whole in $stage/old/ and the new one in $stage/reports/FOLDER/.
+keep_stage=1
+if [[ -e "$final" ]]; then
+  mv -T "$final" "$stage/old" || sa_die "could not move the older $report_dir/ aside; it is left as it was"
+fi
+if ! mv -T "$stage_dir" "$final"; then
+  [[ -e "$stage/old" ]] && mv -T "$stage/old" "$final"
+  sa_die "could not move the new report into $report_dir/; it is kept in ${stage_dir#"$SA_ROOT/"}/"
+fi
+rm -rf "$stage"
+stage=""
+readme="$report_dir/README.md"
+[[ "$trace_mode" == none ]] || trace_file=${trace_file/#"$stage_dir"/"$final"}
 
 echo
 sa_say "done in $(sa_elapsed "$t_start")"
 echo "  results: $report_dir/run.json"
 [[ "$trace_mode" != none && -s "$trace_file" ]] && echo "  trace:   ${trace_file#"$SA_ROOT/"}"
-echo "  report:  ${readme:-$report_dir/README.md}"
+echo "  report:  $readme"
+if [[ -n "$part" ]]; then
+  echo "  part $part: when every part has run, join them with"
+  echo "    python3 scripts/merge.py reports/$name.part-*-of-${part#*/}/run.json --out $name.json"
+fi
 if [[ "$backend" == host ]]; then
   echo "  (backend host: every time in it is host wall-clock, not GPU time)"
 fi

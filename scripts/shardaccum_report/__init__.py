@@ -10,6 +10,7 @@ Modules, one concept each:
   plots/    one PNG per view (phases, timeline, memory, traffic, Pareto, correctness, ceilings, scaling)
   report    assembling reports/NAME/README.md
   compare   baseline against candidate: ratios, Mann-Whitney U, regressions
+  merge     joining the slices of one run (shardaccum_bench --part I/N) into one run JSON
   atomic    writes that never leave a half-written file or report
   cli       the command lines of scripts/report.py and scripts/compare.py
 """

@@ -1,0 +1,209 @@
+"""Joins the slices of one run (shardaccum_bench --part I/N, one file per slice) into one run JSON.
+
+    python scripts/merge.py PART1.json PART2.json ... --out MERGED.json
+
+The parts must be parts 1..N of one N, each exactly once, of the same run: every context key must be
+equal except those that are measured or named per process (PER_RUN_KEYS, PER_RUN_PREFIXES) and
+`command`, which is compared without its --part, --benchmark_out* and --trace arguments. A case name
+may appear in one part only. The merged file is strict JSON (a NaN or infinity becomes null) written
+atomically; its context is part 1's with `part: "merged 1..N of N"`, `part_dates` (each part's date,
+in part order), `merged_from` (the files) and model/world_size/k joined over the parts. Exit status:
+0 written, 2 refused or bad input (the message names the key and the files), 3 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+from .errors import InputError
+
+# Keys that differ between the processes of one run by nature: when and under what load each ran,
+# the run's own id, what each slice holds (joined below), and what the cuda backend measures or
+# sizes for the cases of its slice (ceilings, pinned arena).
+PER_RUN_KEYS = frozenset({"date", "load_avg", "mhz_per_cpu", "run_id", "part", "command", "model", "world_size",
+                          "k", "accumulate_kernel_gbps", "accumulate_kernel_frac_device_copy"})
+PER_RUN_PREFIXES = ("ceiling_", "pinned_")
+JOINED_KEYS = ("model", "world_size", "k")  # comma-separated distinct values, first seen first
+_PART = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
+# Arguments of the command that name a slice or its output files; the value is the next argument
+# for the flags in _WITH_VALUE.
+_WITH_VALUE = ("--part", "--trace", "--benchmark_out", "--benchmark_out_format")
+
+
+def comparable_command(command: str) -> str:
+    """The command without argv[0], --part, --trace and --benchmark_out* (with their values): what must
+    be equal for slices of one run. Arguments are split on spaces, as shardaccum_bench joins them."""
+    args = command.split(" ")[1:]
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in _WITH_VALUE:
+            skip = True
+            continue
+        if any(a.startswith(flag + "=") for flag in _WITH_VALUE):
+            continue
+        out.append(a)
+    return " ".join(out)
+
+
+def _strict(value):
+    """A copy of a JSON value with NaN and infinities replaced by None (strict JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    return value
+
+
+def _load(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(str(path), f"not valid JSON ({e}); give the output of shardaccum_bench --part I/N "
+                                    "--benchmark_out=FILE --benchmark_out_format=json") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply to be a shardaccum_bench result") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict) or \
+            not isinstance(doc.get("benchmarks"), list):
+        raise InputError(str(path), "not a Google Benchmark JSON result (needs 'context' and 'benchmarks')")
+    if not all(isinstance(e, dict) for e in doc["benchmarks"]):
+        raise InputError(str(path), "'benchmarks' holds an entry that is not an object")
+    return doc
+
+
+def _part_of(path: Path, context: dict) -> tuple[int, int]:
+    text = context.get("part")
+    m = _PART.match(str(text)) if text is not None else None
+    if not m or int(m.group(1)) > int(m.group(2)):
+        raise InputError(str(path), f"context 'part' is {text!r}, not I/N: give the JSON of a run of "
+                                    "shardaccum_bench --part I/N (a merged file cannot be merged again)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _case_name(entry: dict) -> str:
+    return str(entry.get("run_name") or entry.get("name"))
+
+
+def _joined(values: list[str | None]) -> str:
+    seen: list[str] = []
+    for v in values:
+        for x in (v or "").split(","):
+            if x and x not in seen:
+                seen.append(x)
+    return ",".join(seen)
+
+
+def merge_docs(paths: list[Path]) -> dict:
+    """The merged run of the slice files `paths` (any order). Raises InputError (exit 2) for an unreadable
+    file, a context that differs (naming the key and the two files), a part missing, given twice or
+    of another N, and a case found in two parts."""
+    if not paths:
+        raise InputError("", "no input: give the JSON of every part, e.g. p1.json p2.json")
+    loaded = []
+    for p in paths:
+        doc = _load(p)
+        loaded.append((_part_of(p, doc["context"]), Path(p), doc))
+    counts = {n for (_, n), _, _ in loaded}
+    if len(counts) > 1:
+        listing = ", ".join(f"{p} ({i}/{n})" for (i, n), p, _ in loaded)
+        raise InputError("", f"the parts are slices of different N: {listing}; merge the parts of one --part I/N split")
+    n = counts.pop()
+    by_index: dict[int, Path] = {}
+    for (i, _), p, _ in loaded:
+        if i in by_index:
+            raise InputError("", f"part {i}/{n} is given twice: {by_index[i]} and {p}")
+        by_index[i] = p
+    missing = [i for i in range(1, n + 1) if i not in by_index]
+    if missing:
+        raise InputError("", f"part{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{n}' for i in missing)} "
+                             f"missing: every part 1..{n} must be given once (have {', '.join(map(str, sorted(by_index)))})")
+    loaded.sort(key=lambda t: t[0][0])
+
+    _, first_path, first = loaded[0]
+    ref_ctx = first["context"]
+    for _, p, doc in loaded[1:]:
+        ctx = doc["context"]
+        for key in sorted(set(ref_ctx) | set(ctx)):
+            if key in PER_RUN_KEYS or key.startswith(PER_RUN_PREFIXES):
+                continue
+            if ref_ctx.get(key) != ctx.get(key):
+                raise InputError("", f"context '{key}' differs: {ref_ctx.get(key)!r} in {first_path}, "
+                                     f"{ctx.get(key)!r} in {p}: parts of one run need the same binary, commit, "
+                                     "machine and settings")
+        a, b = comparable_command(str(ref_ctx.get("command", ""))), comparable_command(str(ctx.get("command", "")))
+        if a != b:
+            raise InputError("", f"context 'command' differs beyond --part/--trace/--benchmark_out: {a!r} in "
+                                 f"{first_path}, {b!r} in {p}")
+
+    owner: dict[str, Path] = {}
+    benchmarks = []
+    family_offset = 0
+    for _, p, doc in loaded:
+        names = {_case_name(e) for e in doc["benchmarks"]}
+        for name in sorted(names):
+            if name in owner:
+                raise InputError("", f"case {name} is in two parts: {owner[name]} and {p}")
+            owner[name] = p
+        # Google Benchmark numbers families per process: shift them so they stay distinct.
+        top = -1
+        for e in doc["benchmarks"]:
+            e = dict(e)
+            if isinstance(e.get("family_index"), int):
+                top = max(top, e["family_index"])
+                e["family_index"] += family_offset
+            benchmarks.append(e)
+        family_offset += top + 1
+
+    context = dict(ref_ctx)
+    for key in JOINED_KEYS:
+        if any(key in doc["context"] for _, _, doc in loaded):
+            context[key] = _joined([doc["context"].get(key) for _, _, doc in loaded])
+    if "command" in ref_ctx:
+        argv0 = str(ref_ctx["command"]).split(" ")[0]
+        context["command"] = f"{argv0} {comparable_command(str(ref_ctx['command']))}".strip()
+    context["part"] = f"merged 1..{n} of {n}"
+    context["part_dates"] = [str(doc["context"].get("date", "")) for _, _, doc in loaded]
+    context["merged_from"] = [str(p) for _, p, _ in loaded]
+    return _strict({"context": context, "benchmarks": benchmarks})
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="merge.py", description="Join the JSON of shardaccum_bench --part 1/N .. N/N into one run.",
+        epilog="exit status: 0 written, 2 refused or bad input, 3 internal error.")
+    p.add_argument("parts", nargs="+", type=Path, metavar="PART.json", help="every part's --benchmark_out JSON")
+    p.add_argument("--out", required=True, type=Path, metavar="MERGED.json",
+                   help="the merged run (written through a temporary file and a rename)")
+    return p
+
+
+def merge_main(argv: list[str] | None = None) -> int:
+    """scripts/merge.py: writes --out and prints its path."""
+    args = merge_parser().parse_args(argv)
+
+    def body() -> int:
+        from .atomic import write_text_atomic
+        out = args.out.resolve()
+        for p in args.parts:
+            if p.resolve() == out:
+                raise InputError(str(args.out), "--out names one of the inputs; give another file")
+        doc = merge_docs(args.parts)
+        write_text_atomic(args.out, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        print(args.out)
+        return 0
+
+    from .cli import _guard
+    return _guard("merge.py", body)
+
+
+if __name__ == "__main__":
+    sys.exit(merge_main())

@@ -1,0 +1,111 @@
+"""scripts/run.sh builds the whole report in a new folder and swaps it in only on success: a failed rerun
+leaves the older reports/NAME byte for byte as it was; --part I/N writes reports/NAME.part-I-of-N/."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bench_build import ROOT, built_preset
+
+
+def tiny(offload="none", steps="1"):
+    """One case per offload, `steps` measured steps: seconds, most of them the report's plots."""
+    return ["--model", "uniform:2x1K", "--schedule", "sync", "--offload", offload, "--binding", "data", "--mode", "flag",
+            "--steps", steps, "--backend", "host"]
+
+
+KEPT = ("run.json", "trace.json", "README.md")
+
+
+def _run_sh(*args, python=sys.executable):
+    preset, _ = built_preset()
+    env = dict(os.environ, SHARDACCUM_PRESET=preset, SHARDACCUM_PYTHON=str(python), MPLBACKEND="Agg")
+    return subprocess.run(["bash", str(ROOT / "scripts" / "run.sh"), "--no-install", *args], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+
+
+@pytest.fixture
+def name():
+    """A report name under reports/ that .gitignore covers (run-*), removed afterwards with its stages."""
+    n = f"run-pytest-{os.getpid()}"
+    yield n
+    for d in (ROOT / "reports").glob(f"{n}*"):
+        shutil.rmtree(d, ignore_errors=True)
+    for d in (ROOT / "reports").glob(f".{n}*"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _snapshot(folder):
+    """The bytes of the report's files (None for one that is missing)."""
+    return {f: (folder / f).read_bytes() if (folder / f).is_file() else None for f in KEPT}
+
+
+def _stages(name):
+    return sorted(p.name for p in (ROOT / "reports").glob(f".{name}*"))
+
+
+def test_a_failed_rerun_keeps_the_old_report_and_a_good_one_replaces_it(name):
+    folder = ROOT / "reports" / name
+    first = _run_sh("--name", name, "--", *tiny())
+    assert first.returncode == 0, first.stderr
+    before = _snapshot(folder)
+    assert json.loads(before["run.json"])["context"]["measured_steps"] == "1"
+    assert f"`reports/{name}/run.json`" in before["README.md"].decode()  # the report names where it ended up
+
+    # The benchmark itself fails (no case matches the filter) after run.sh has started writing.
+    failed = _run_sh("--name", name, "--", *tiny(), "--benchmark_filter=matches-nothing")
+    assert failed.returncode != 0, failed.stdout
+    now = _snapshot(folder)
+    assert [f for f in KEPT if now[f] != before[f]] == [], "files of the old report changed or lost"
+    assert f"reports/{name}/ is left as it was" in failed.stderr
+    assert _stages(name) == []
+
+    again = _run_sh("--name", name, "--", *tiny(steps="2"))
+    assert again.returncode == 0, again.stderr
+    after = _snapshot(folder)
+    assert json.loads(after["run.json"])["context"]["measured_steps"] == "2"
+    assert after["trace.json"] != before["trace.json"]
+    assert _stages(name) == []
+
+
+def test_a_failed_report_keeps_the_old_report_and_the_new_results_apart(name, tmp_path):
+    folder = ROOT / "reports" / name
+    first = _run_sh("--name", name, "--", *tiny())
+    assert first.returncode == 0, first.stderr
+    before = _snapshot(folder)
+    # A Python whose report.py fails (exit 3, as on an internal error) and that runs everything else.
+    broken = tmp_path / "python"
+    broken.write_text(f'#!/bin/bash\ncase "$1" in */report.py) exit 3 ;; esac\nexec "{sys.executable}" "$@"\n')
+    broken.chmod(0o755)
+    failed = _run_sh("--name", name, "--", *tiny(steps="2"), python=broken)
+    assert failed.returncode == 1, failed.stderr
+    assert _snapshot(folder) == before
+    kept = ROOT / "reports" / f".{name}.partial.{_stages(name)[0].rsplit('.', 1)[1]}" / "reports" / name
+    assert f"kept in {kept.relative_to(ROOT)}/" in failed.stderr
+    assert json.loads((kept / "run.json").read_text())["context"]["measured_steps"] == "2"
+    # The next run of the name removes that stage (its run is over) and replaces the report.
+    again = _run_sh("--name", name, "--", *tiny(steps="2"))
+    assert again.returncode == 0, again.stderr
+    assert _stages(name) == []
+    assert json.loads((folder / "run.json").read_text())["context"]["measured_steps"] == "2"
+
+
+def test_part_goes_to_its_own_folder_and_needs_a_name(name):
+    two = tiny(offload="none,copy")  # 2 cases
+    proc = _run_sh("--name", name, "--part", "2/2", "--", *two)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((ROOT / "reports" / f"{name}.part-2-of-2" / "run.json").read_text())
+    assert doc["context"]["part"] == "2/2" and doc["context"]["matrix_cases"] == "2"
+    assert len(doc["benchmarks"]) == 1
+    assert "scripts/merge.py" in proc.stdout
+    assert not (ROOT / "reports" / name).exists()
+    for bad in (["--part", "1/2"], ["--name", name, "--part", "two"], ["--name", name, "--", "--part", "1/2"]):
+        proc = _run_sh(*bad, "--", *two)
+        assert proc.returncode == 2, (bad, proc.stderr)
+        assert "--part" in proc.stderr
