@@ -144,6 +144,9 @@ def compare_main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from .atomic import write_text_atomic
         from .compare import compare_files, summary_line, to_markdown
+        from .overwrite import refuse_output_over_inputs
+        if args.out is not None:
+            refuse_output_over_inputs(args.out, [args.baseline, args.candidate], "--out")
         result = compare_files(args.baseline, args.candidate, args.metric, args.threshold, args.alpha)
         text = to_markdown(result)
         if args.out is not None:

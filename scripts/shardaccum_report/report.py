@@ -12,11 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 from . import analysis, tables
-from .atomic import atomic_directory
+from .atomic import atomic_directory, carried_over
 from .case import Group, schedule_display, schedule_sort_key
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
 from .loading import Case, Run, RunFile, load_runs
+from .overwrite import refuse_folder_over_inputs
 from .plots import (
     TimelinePanel,
     TimelineRow,
@@ -62,10 +63,11 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     loading.load_runs, trace.load_trace) and OSError when the output cannot be written.
     """
     check_name(name)
+    target = Path(out_dir) / name
+    refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
     run = load_runs(paths)
     found = None if traces else find_trace(paths)
     trace_set = TraceSet([load_trace(t) for t in (traces or ([found] if found else []))], found is not None)
-    target = Path(out_dir) / name
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target), encoding="utf-8")
     return target / "README.md"
