@@ -40,14 +40,17 @@ over repetitions, and a two-sided Mann-Whitney U test on the per-repetition valu
 Benchmark's tools/compare.py; it needs >= 2 repetitions a side, and can reach p < 0.05 only from
 about 4; with fewer, the ratio alone decides and the row says so). A case regresses when it is worse
 by more than --threshold and the test does not call it noise, when `correct` went from 1 to 0, or
-when it newly fails with an error.
+when it newly fails with an error. Missing data fails the gate too: a case of the baseline that the
+candidate lacks, or a candidate case without the metric or `correct` (absent or null) that the
+baseline has, is listed under "Missing in candidate". Cases only in the candidate are listed as new
+and do not fail.
 
 example:
   python scripts/compare.py main.json branch.json
   python scripts/compare.py main.json branch.json --threshold 0.10 --out compare.md
 
-exit status: 0 no regression, 1 at least one regression (gate CI on it), 2 bad input or usage,
-3 internal error."""
+exit status: 0 no regression, 1 at least one regression or missing case/data (gate CI on it),
+2 bad input or usage (also --out naming an input), 3 internal error."""
 
 
 def _fraction(text: str) -> float:
@@ -155,6 +158,6 @@ def compare_main(argv: list[str] | None = None) -> int:
             print(args.out)
         else:
             print(text)
-        return EXIT_REGRESSION if result.regressions else EXIT_OK
+        return EXIT_REGRESSION if result.gate_failed else EXIT_OK
 
     return _guard("compare.py", body)
