@@ -238,6 +238,7 @@ class TraceSet:
     traces: list[Trace] = field(default_factory=list)
     found_beside_input: bool = False
     notes: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # traces of another run: why each is not drawn
 
     def __post_init__(self) -> None:
         self.steps: dict[str, StepTimeline] = {}
