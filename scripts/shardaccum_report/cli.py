@@ -20,7 +20,8 @@ The report folder holds README.md (Markdown tables, readable on GitHub as it is)
 step time by phase, peak device/pinned memory and PCIe bytes measured beside predicted, memory
 against step time with the Pareto front, the correctness matrix, phases against measured ceilings
 (cuda runs), scaling with K and world size when the inputs hold several, and a timeline of one step
-per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one).
+per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one),
+drawn only when the trace's run_id is the input's (a trace of another run is named, not drawn).
 Host-backend runs are marked: their times are host wall-clock, not GPU time.
 
 The folder is written in full beside its place and renamed into it, so a report is never half
@@ -31,8 +32,9 @@ example:
   python scripts/report.py run.json --trace trace.json --name with-timeline
   python scripts/report.py w2.json w4.json --name scaling --out-dir /tmp/reports
 
-exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, no benchmarks, bad
---name), 3 internal error."""
+exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, NaN/Infinity tokens,
+nesting too deep, numbers beyond 1e150, no benchmarks, bad --name, a report folder holding an input
+it would remove), 3 internal error."""
 
 COMPARE_EPILOG = """\
 Cases are matched by their name's axes. For each, ratio = candidate / baseline of the metric's median
