@@ -24,6 +24,7 @@
 #include "bench/reporters.hpp"
 #include "bench/result_file.hpp"
 #include "bench/rendezvous.hpp"
+#include "bench/run_id.hpp"
 #include "strategies/model.hpp"
 #include "profiling/trace.hpp"
 #if defined(SHARDACCUM_HAVE_CUDA)
@@ -266,6 +267,9 @@ int main(int argc, char** argv) {
     }
 #endif
   }
+  // One id per process; the reporting rank's is the JSON's and its trace's (report.py checks them).
+  const std::string run_id = make_run_id();
+  benchmark::AddCustomContext("run_id", run_id);
   benchmark::AddCustomContext("backend", choice.name);
   benchmark::AddCustomContext("backend_choice", choice.why);
   benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");
@@ -354,6 +358,7 @@ int main(int argc, char** argv) {
     recorder->set_metadata("time_unit", "ts and dur in microseconds from the start of the run");
     recorder->set_metadata("command", opts.command_line);
     recorder->set_metadata("git_commit", run_git_commit());
+    recorder->set_metadata("run_id", run_id);
     trace::install_process_recorder(recorder.get());
   }
 

@@ -2,6 +2,7 @@
 
 Modules, one concept each:
   errors    InputError: a problem with a user's input file, reported with exit status 2
+  strict_json  strict JSON in and out: NaN tokens, too deep nesting, out-of-range numbers are InputError
   case      a case's identity: the key:value parts of a benchmark name, strategies, presets, schedules
   counters  the counter vocabulary: phases, measured/predicted pairs, ceiling fractions, units
   loading   reading and validating benchmark JSON into runs, cases and repetitions
@@ -12,6 +13,8 @@ Modules, one concept each:
   compare   baseline against candidate: ratios, Mann-Whitney U, regressions
   merge     joining the slices of one run (shardaccum_bench --part I/N) into one run JSON
   atomic    writes that never leave a half-written file or report
+  overwrite an output that would replace an input is refused
+  identity  a trace is drawn only beside the run whose run_id it carries
   cli       the command lines of scripts/report.py and scripts/compare.py
 """
 

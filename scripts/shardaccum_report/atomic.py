@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Iterator
 
 
+def carried_over(name: str) -> bool:
+    """Whether a file of this name in an old report folder is kept when atomic_directory replaces it."""
+    return name != "README.md" and not name.endswith(".png")
+
+
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yields an empty temporary directory beside `target`; when the block ends without an exception,
@@ -31,7 +36,7 @@ def atomic_directory(target: Path) -> Iterator[Path]:
             # Files that are not the report's own (README.md, *.png), such as the run.json the
             # report was made from, stay: regenerating a report never deletes its input.
             for f in target.iterdir():
-                if f.is_file() and f.name != "README.md" and f.suffix != ".png" and not (tmp / f.name).exists():
+                if f.is_file() and carried_over(f.name) and not (tmp / f.name).exists():
                     shutil.copy2(f, tmp / f.name)
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.rename(target, old / target.name)

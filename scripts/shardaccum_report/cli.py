@@ -20,7 +20,8 @@ The report folder holds README.md (Markdown tables, readable on GitHub as it is)
 step time by phase, peak device/pinned memory and PCIe bytes measured beside predicted, memory
 against step time with the Pareto front, the correctness matrix, phases against measured ceilings
 (cuda runs), scaling with K and world size when the inputs hold several, and a timeline of one step
-per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one).
+per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one),
+drawn only when the trace's run_id is the input's (a trace of another run is named, not drawn).
 Host-backend runs are marked: their times are host wall-clock, not GPU time.
 
 The folder is written in full beside its place and renamed into it, so a report is never half
@@ -31,8 +32,9 @@ example:
   python scripts/report.py run.json --trace trace.json --name with-timeline
   python scripts/report.py w2.json w4.json --name scaling --out-dir /tmp/reports
 
-exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, no benchmarks, bad
---name), 3 internal error."""
+exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, NaN/Infinity tokens,
+nesting too deep, numbers beyond 1e150, no benchmarks, bad --name, a report folder holding an input
+it would remove), 3 internal error."""
 
 COMPARE_EPILOG = """\
 Cases are matched by their name's axes. For each, ratio = candidate / baseline of the metric's median
@@ -40,14 +42,17 @@ over repetitions, and a two-sided Mann-Whitney U test on the per-repetition valu
 Benchmark's tools/compare.py; it needs >= 2 repetitions a side, and can reach p < 0.05 only from
 about 4; with fewer, the ratio alone decides and the row says so). A case regresses when it is worse
 by more than --threshold and the test does not call it noise, when `correct` went from 1 to 0, or
-when it newly fails with an error.
+when it newly fails with an error. Missing data fails the gate too: a case of the baseline that the
+candidate lacks, or a candidate case without the metric or `correct` (absent or null) that the
+baseline has, is listed under "Missing in candidate". Cases only in the candidate are listed as new
+and do not fail.
 
 example:
   python scripts/compare.py main.json branch.json
   python scripts/compare.py main.json branch.json --threshold 0.10 --out compare.md
 
-exit status: 0 no regression, 1 at least one regression (gate CI on it), 2 bad input or usage,
-3 internal error."""
+exit status: 0 no regression, 1 at least one regression or missing case/data (gate CI on it),
+2 bad input or usage (also --out naming an input), 3 internal error."""
 
 
 def _fraction(text: str) -> float:
@@ -144,6 +149,9 @@ def compare_main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from .atomic import write_text_atomic
         from .compare import compare_files, summary_line, to_markdown
+        from .overwrite import refuse_output_over_inputs
+        if args.out is not None:
+            refuse_output_over_inputs(args.out, [args.baseline, args.candidate], "--out")
         result = compare_files(args.baseline, args.candidate, args.metric, args.threshold, args.alpha)
         text = to_markdown(result)
         if args.out is not None:
@@ -152,6 +160,6 @@ def compare_main(argv: list[str] | None = None) -> int:
             print(args.out)
         else:
             print(text)
-        return EXIT_REGRESSION if result.regressions else EXIT_OK
+        return EXIT_REGRESSION if result.gate_failed else EXIT_OK
 
     return _guard("compare.py", body)

@@ -6,6 +6,11 @@ regresses when its median is worse than the baseline's by more than the threshol
 the test does not call the difference noise; with too few repetitions for the test to reach alpha,
 the ratio alone decides and the row says so. A case whose `correct` went from 1 to 0, or that newly
 fails with an error, regresses whatever its time.
+
+The gate also fails on missing data (issue 11): a case of the baseline that the candidate lacks, or a
+candidate case that ran (no error) without the metric or `correct` the baseline has (absent or null),
+cannot be judged, so it is listed under "Missing in candidate" and fails like a regression. Cases only
+in the candidate are listed as new and do not fail.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from scipy.stats import mannwhitneyu
 
 from . import tables
 from .case import CaseKey, schedule_sort_key
-from .counters import STEP, higher_is_better, unit_of
+from .counters import CORRECT, STEP, higher_is_better, unit_of
 from .errors import InputError
 from .loading import Case, Run, load_runs
 
@@ -48,6 +53,7 @@ class CaseComparison:
     verdict: str = "no data"          # regression, not significant, faster, unchanged, no data
     correctness: str | None = None    # why the case regressed in correctness, if it did
     correct_change: str = ""          # '1 → 0', '0 → 1' or ''
+    missing: list[str] = field(default_factory=list)  # what the baseline has and the candidate lacks
 
     @property
     def regressed(self) -> bool:
@@ -72,6 +78,16 @@ class Comparison:
     def regressions(self) -> list[CaseComparison]:
         return [r for r in self.rows if r.regressed]
 
+    @property
+    def missing_data(self) -> list[CaseComparison]:
+        """Common cases whose candidate lacks the metric or `correct` that the baseline has."""
+        return [r for r in self.rows if r.missing]
+
+    @property
+    def gate_failed(self) -> bool:
+        """Whether compare.py exits 1: a regression, a case of the baseline missing, or missing data."""
+        return bool(self.regressions or self.only_base or self.missing_data)
+
 
 def _worse_by(ratio: float, metric: str) -> float:
     """How much worse the candidate is, as a fraction (positive = worse, negative = better)."""
@@ -91,6 +107,11 @@ def compare_case(base: Case, cand: Case, metric: str, threshold: float, alpha: f
     row.correct_change = {(True, False): "1 → 0", (False, True): "0 → 1"}.get((bc, cc), "")
 
     row.base_value, row.cand_value = base.value(metric), cand.value(metric)
+    if cand.error is None:  # a failed case lacks everything; that is the correctness verdict above
+        if row.base_value is not None and row.cand_value is None:
+            row.missing.append(metric)
+        if bc is not None and cc is None and metric != CORRECT:
+            row.missing.append(CORRECT)
     if row.base_value is None or row.cand_value is None:
         side = "baseline" if row.base_value is None else "candidate"
         row.test_note = f"no {metric} in {side}" + (" (case failed)" if (base if side == "baseline" else cand).error
@@ -190,16 +211,32 @@ def _case_cells(row: CaseComparison, with_group: bool) -> list[str]:
     return cells + [k.schedule, tables.escape(k.strategy.display)]
 
 
+def _missing_text(c: Comparison) -> str:
+    """'missing in candidate: 1 case of the baseline, 2 cases without step_ms or correct', or ''."""
+    parts = []
+    if c.only_base:
+        parts.append(f"{len(c.only_base)} case{'s' if len(c.only_base) != 1 else ''} of the baseline")
+    if c.missing_data:
+        what = " or ".join(dict.fromkeys(m for r in c.missing_data for m in r.missing))
+        parts.append(f"{len(c.missing_data)} case{'s' if len(c.missing_data) != 1 else ''} without {what}")
+    return f"missing in candidate: {', '.join(parts)}" if parts else ""
+
+
 def summary_line(c: Comparison) -> str:
-    """One line for a terminal: how many regressions, of how many cases."""
+    """One line for a terminal: how many regressions, of how many cases, and what the candidate lacks."""
     slow = sum(1 for r in c.rows if r.verdict == "regression")
     wrong = sum(1 for r in c.rows if r.correctness is not None)
+    missing = _missing_text(c)
     if not c.regressions:
+        if missing:
+            judged = len(c.rows) - len(c.missing_data)
+            return f"{missing} (the gate fails: a case without data cannot be judged); no regression in {judged} cases"
         return (f"no regression in {len(c.rows)} cases ({c.metric}, threshold {c.threshold:.0%}, "
                 f"alpha {c.alpha:g})")
     n = len(c.regressions)
     return (f"{n} regression{'s' if n != 1 else ''} in {len(c.rows)} cases: {slow} worse by more than "
-            f"{c.threshold:.0%} in {c.metric}, {wrong} lost correctness or now fail")
+            f"{c.threshold:.0%} in {c.metric}, {wrong} lost correctness or now fail"
+            + (f"; {missing}" if missing else ""))
 
 
 def to_markdown(c: Comparison) -> str:
@@ -245,6 +282,7 @@ def to_markdown(c: Comparison) -> str:
         out.append(tables.md_table(lead + [f"baseline{unit_text}", f"candidate{unit_text}", "ratio", "p", "why"]
                                    + test_col, rows, right={len(lead), len(lead) + 1, len(lead) + 2,
                                                                  len(lead) + 3}))
+    out.append(_missing_section(c, with_group, lead))
     out.append("## All cases\n")
     rows = []
     for r in sorted(c.rows, key=lambda r: (r.key.group.sort_key, schedule_sort_key(r.key.schedule),
@@ -252,21 +290,43 @@ def to_markdown(c: Comparison) -> str:
         verdict = f"**{r.verdict}**" if r.verdict == "regression" else r.verdict
         if r.correctness:
             verdict += f"; **{tables.escape(r.correctness)}**"
+        if r.missing:
+            verdict += f"; **missing in candidate: {', '.join(r.missing)}**"
         rows.append(_case_cells(r, with_group) + [_fmt_value(r.base_value, c.metric),
                     _fmt_value(r.cand_value, c.metric), _fmt_ratio(r.ratio), _fmt_p(r.p_value), verdict,
                     r.correct_change or ""] + test_cell(r))
     out.append(tables.md_table(lead + [f"baseline{unit_text}", f"candidate{unit_text}", "ratio", "p", "verdict",
                                        "correct"] + test_col, rows,
                                right={len(lead), len(lead) + 1, len(lead) + 2, len(lead) + 3}))
-    notes = list(c.notes)
-    if c.only_base:
-        notes.append(f"{len(c.only_base)} cases only in the baseline: "
-                     + ", ".join(f"`{k.name}`" for k in c.only_base[:10]) + (" …" if len(c.only_base) > 10 else ""))
     if c.only_cand:
-        notes.append(f"{len(c.only_cand)} cases only in the candidate: "
-                     + ", ".join(f"`{k.name}`" for k in c.only_cand[:10]) + (" …" if len(c.only_cand) > 10 else ""))
+        out.append("## New in candidate\n")
+        out.append(f"{len(c.only_cand)} case{'s' if len(c.only_cand) != 1 else ''} only in the candidate (listed, "
+                   "not judged; they do not fail the gate):\n")
+        out.append("\n".join(f"- `{tables.escape(k.name)}`" for k in c.only_cand) + "\n")
+    notes = list(c.notes)
+    both = [r for r in c.rows if r.base.error is not None and r.cand.error is not None]
+    if both:
+        notes.append(f"{len(both)} case{'s' if len(both) != 1 else ''} failed in both runs (no data to compare): "
+                     + ", ".join(f"`{r.key.name}`" for r in both[:10]) + (" …" if len(both) > 10 else ""))
     notes += c.base.notes + c.cand.notes
     if notes:
         out.append("## Notes\n")
         out.append("\n".join(f"- {n}" for n in notes) + "\n")
+    return "\n".join(out)
+
+
+def _missing_section(c: Comparison, with_group: bool, lead: list[str]) -> str:
+    """'## Missing in candidate': every case of the baseline the candidate lacks, every datum it lacks."""
+    if not (c.only_base or c.missing_data):
+        return ""
+    out = ["## Missing in candidate\n",
+           f"**{_missing_text(c)}.** A case without data cannot be judged, so each fails the gate (exit 1).\n"]
+    rows = [_case_cells(r, with_group) + [", ".join(f"`{m}`" for m in r.missing)] for r in c.missing_data]
+    for k in c.only_base:
+        rows.append(([tables.escape(k.group.title)] if with_group else [])
+                    + [k.schedule, tables.escape(k.strategy.display), "the whole case"])
+    out.append(tables.md_table(lead + ["missing"], rows))
+    if c.only_base:
+        out.append("Cases of the baseline not in the candidate: "
+                   + ", ".join(f"`{tables.escape(k.name)}`" for k in c.only_base) + "\n")
     return "\n".join(out)

@@ -7,12 +7,12 @@ case simply has no value for them, and the report says so).
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import strict_json
 from .case import CaseKey, Group, parse_case_name
 from .counters import CEILING_KEYS, CORRECT, MAX_REL_ERR
 from .errors import InputError
@@ -62,7 +62,7 @@ class RunContext:
                 value = float(self.raw[key])
             except (KeyError, TypeError, ValueError):
                 continue
-            if math.isfinite(value) and value > 0:
+            if math.isfinite(value) and 0 < value <= strict_json.MAX_MAGNITUDE:
                 found[key] = value
         return found
 
@@ -227,31 +227,30 @@ def _read_json(path: Path) -> object:
         raise InputError(str(path), f"cannot read: {e.strerror or e}") from None
     if not text.strip():
         raise InputError(str(path), f"empty file, expected Google Benchmark JSON (write it with {_HOW_TO_MAKE})")
+    return strict_json.loads(text, str(path), "Google Benchmark JSON")
+
+
+def _number(entry: dict, key: str, where: str, i: int) -> float | None:
+    """A counter's value; None when null or not a number (missing). InputError when out of range."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(str(path), f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
-                                    "a run that was killed leaves its JSON cut off") from None
+        return strict_json.number(entry.get(key))
+    except ValueError as e:
+        raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {e}") from None
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _entry_times_ms(entry: dict) -> tuple[float | None, float | None]:
+def _entry_times_ms(entry: dict, where: str, i: int) -> tuple[float | None, float | None]:
     scale = _TIME_UNIT_TO_MS.get(str(entry.get("time_unit", "ms")))
     if scale is None:
         return None, None
-    real, cpu = _number(entry.get("real_time")), _number(entry.get("cpu_time"))
+    real, cpu = (_number(entry, k, where, i) for k in ("real_time", "cpu_time"))
     return (None if real is None else real * scale), (None if cpu is None else cpu * scale)
 
 
-def _counters(entry: dict) -> dict[str, float]:
+def _counters(entry: dict, where: str, i: int) -> dict[str, float]:
+    """The entry's counters; a null one (Google Benchmark's NaN, written as null) is left out."""
     found = {}
-    for key, value in entry.items():
-        number = _number(value)
+    for key in entry:
+        number = _number(entry, key, where, i)
         if number is not None and key not in _STANDARD_FIELDS:
             found[key] = number
     return found
@@ -308,12 +307,12 @@ def load_run_file(path: str | Path) -> RunFile:
             if error is not None:
                 case.aggregate_error = case.aggregate_error or error
             else:
-                case.aggregates[str(entry.get("aggregate_name", "mean"))] = _counters(entry)
+                case.aggregates[str(entry.get("aggregate_name", "mean"))] = _counters(entry, where, i)
             continue
-        real_ms, cpu_ms = _entry_times_ms(entry)
+        real_ms, cpu_ms = _entry_times_ms(entry, where, i)
         index = entry.get("repetition_index")
         index = index if isinstance(index, int) else len(case.repetitions)
-        case.repetitions.append(Repetition(index, _counters(entry), real_ms, cpu_ms, error))
+        case.repetitions.append(Repetition(index, _counters(entry, where, i), real_ms, cpu_ms, error))
 
     if not run_file.cases:
         raise InputError(where, f"none of the {len(entries)} benchmarks is an accumulation case "

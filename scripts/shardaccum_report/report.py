@@ -8,15 +8,18 @@ bytes exact, bandwidths in GB/s.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
 from . import analysis, tables
-from .atomic import atomic_directory
+from .atomic import atomic_directory, carried_over
 from .case import Group, schedule_display, schedule_sort_key
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
+from .identity import why_not_drawn
 from .loading import Case, Run, RunFile, load_runs
+from .overwrite import refuse_folder_over_inputs
 from .plots import (
     TimelinePanel,
     TimelineRow,
@@ -57,15 +60,27 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
 
     `traces` are Perfetto/Chrome traces of shardaccum_bench --trace whose steps are drawn as
     timelines; when none is given, a trace.json beside a single input file is used if there is one.
+    A trace is drawn only when its run_id is an input's (identity.py); one that is not is named, with
+    the reason, in the report and on stderr.
     The folder is written complete in a temporary beside it and then renamed into place, replacing
     an older report of the same name. Raises InputError for a bad name, input file or trace (see
     loading.load_runs, trace.load_trace) and OSError when the output cannot be written.
     """
     check_name(name)
+    target = Path(out_dir) / name
+    refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
     run = load_runs(paths)
     found = None if traces else find_trace(paths)
-    trace_set = TraceSet([load_trace(t) for t in (traces or ([found] if found else []))], found is not None)
-    target = Path(out_dir) / name
+    drawn, refused = [], []
+    for trace in [load_trace(t) for t in (traces or ([found] if found else []))]:
+        why = why_not_drawn(trace, run)
+        if why is None:
+            drawn.append(trace)
+        else:
+            refused.append(why)
+    for why in refused:
+        print(f"report.py: warning: {why}", file=sys.stderr)
+    trace_set = TraceSet(drawn, found is not None, refused=refused)
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target), encoding="utf-8")
     return target / "README.md"
@@ -325,7 +340,7 @@ def _notes(run: Run, name: str, traces: TraceSet) -> str:
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of DESIGN.md §3.",
            "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
            "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
-    out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes]
+    out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused]
     inputs = " ".join(f.path for f in run.files)
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
     out.append(f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs}{given} --name {name}` "
@@ -399,6 +414,8 @@ def _timeline_text(panels: list[TimelinePanel], traces: TraceSet, target: Path, 
 
 def _timeline_part(group: Group, cases: list[Case], folder: Path, traces: TraceSet, target: Path,
                    backend: str | None) -> str:
+    if not traces and traces.refused:
+        return "No trace drawn: " + " ".join(tables.escape(why) + "." for why in traces.refused) + "\n"
     if not traces:
         return f"No trace given. {HOW_TO_TRACE}\n"
     steps = [st for st in traces.steps.values() if st.key is not None and st.key.group == group]

@@ -14,12 +14,11 @@ event of that rank that overlaps it, in ms from the step's start.
 from __future__ import annotations
 
 import bisect
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import strict_json
 from .case import CaseKey, parse_case_name
 from .errors import InputError
 
@@ -107,17 +106,7 @@ def _read(path: Path) -> object:
         raise InputError(where, f"cannot read: {e.strerror or e}") from None
     if not text.strip():
         raise InputError(where, f"empty file, expected a Perfetto/Chrome trace JSON (written by {_HOW_TO_MAKE})")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(where, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); expected the "
-                                f"trace written by {_HOW_TO_MAKE}") from None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return strict_json.loads(text, where, f"the trace written by {_HOW_TO_MAKE}")
 
 
 def _rank_of(process_name: object, pid: object) -> int | None:
@@ -165,7 +154,11 @@ def load_trace(path: str | Path) -> Trace:
                 thread[(e.get("pid"), e.get("tid"))] = str(args.get("name"))
         elif ph == "X":
             for key in ("ts", "dur"):
-                if _number(e.get(key)) is None:
+                try:
+                    value = strict_json.number(e.get(key))
+                except ValueError as err:
+                    raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' = {err}") from None
+                if value is None:
                     raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' is not a number")
             complete.append((i, e))
 
@@ -245,6 +238,7 @@ class TraceSet:
     traces: list[Trace] = field(default_factory=list)
     found_beside_input: bool = False
     notes: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # traces of another run: why each is not drawn
 
     def __post_init__(self) -> None:
         self.steps: dict[str, StepTimeline] = {}

@@ -8,6 +8,8 @@ import pytest
 from conftest import HOST_FIXTURE, entries_of, fixture_doc, plant_slowdown, run_script, table_row, write_doc
 from shardaccum_report.compare import compare_files, smallest_p_value
 
+import make_fixture
+
 SLOW = "accum/model:uniform:8x1M/world:2/schedule:nSnS/binding:data/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
 
 
@@ -164,3 +166,67 @@ def test_no_common_case_and_unknown_metric_exit_2(tmp_path):
 def test_bad_threshold_is_a_usage_error():
     proc = run_script("compare.py", HOST_FIXTURE, HOST_FIXTURE, "--threshold", "five")
     assert proc.returncode == 2 and "--threshold" in proc.stderr
+
+
+# --- The gate on missing data (issue 11, item 11) ---------------------------------------------------
+
+ZERO3 = "accum/model:uniform:8x1M/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
+
+
+def _without(doc: dict, name: str, counter: str, how: str) -> dict:
+    """Removes a counter from every entry of one case (how='absent') or sets it to null (how='null')."""
+    for e in entries_of(doc, name, run_type=None):
+        if how == "absent":
+            e.pop(counter, None)
+        else:
+            e[counter] = None
+    return doc
+
+
+def _missing_rows(stdout: str) -> str:
+    assert "## Missing in candidate" in stdout, stdout[:3000]
+    return stdout.split("## Missing in candidate")[1].split("## All cases")[0]
+
+
+@pytest.mark.parametrize("how", ["absent", "null"])
+@pytest.mark.parametrize("counter", ["step_ms", "correct"])
+def test_a_candidate_case_without_step_ms_or_correct_fails_the_gate(tmp_path, counter, how):
+    cand = write_doc(_without(fixture_doc(), ZERO3, counter, how), tmp_path / "cand.json")
+    proc = run_script("compare.py", HOST_FIXTURE, cand)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
+    assert table_row(_missing_rows(proc.stdout), "SSSS", "data-free/gpu-add/flag (zero3)")[2] == f"`{counter}`"
+    assert f"missing in candidate: 1 case without {counter}" in proc.stdout
+    assert "no regression in 64 cases" not in proc.stdout
+
+
+def test_a_candidate_lacking_a_case_of_the_baseline_fails_the_gate(tmp_path):
+    doc = fixture_doc()
+    doc["benchmarks"] = [e for e in doc["benchmarks"] if e not in entries_of(doc, ZERO3, run_type=None)]
+    cand = write_doc(doc, tmp_path / "cand.json")
+    out = tmp_path / "cmp.md"
+    proc = run_script("compare.py", HOST_FIXTURE, cand, "--out", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("missing in candidate: 1 case of the baseline")
+    text = out.read_text()
+    assert table_row(_missing_rows(text), "SSSS", "data-free/gpu-add/flag (zero3)")[2] == "the whole case"
+    assert f"`{ZERO3}`" in _missing_rows(text)
+
+
+def test_new_cases_in_the_candidate_are_listed_and_do_not_fail(tmp_path):
+    doc = fixture_doc()
+    doc["benchmarks"] = [e for e in doc["benchmarks"] if e not in entries_of(doc, ZERO3, run_type=None)]
+    base = write_doc(doc, tmp_path / "base.json")
+    proc = run_script("compare.py", base, HOST_FIXTURE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "## Missing in candidate" not in proc.stdout
+    new = proc.stdout.split("## New in candidate")[1]
+    assert f"- `{ZERO3}`" in new and "do not fail the gate" in new
+
+
+def test_a_case_failing_in_both_runs_is_noted_not_missing(tmp_path):
+    errors = {"schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag": "out of memory"}
+    base = write_doc(make_fixture.make_run(errors=errors), tmp_path / "base.json")
+    cand = write_doc(make_fixture.make_run(errors=errors), tmp_path / "cand.json")
+    proc = run_script("compare.py", base, cand)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 case failed in both runs" in proc.stdout and "## Missing in candidate" not in proc.stdout

@@ -1,7 +1,8 @@
 """The timeline of one step per case, drawn from the trace of shardaccum_bench --trace.
 
 The fixture tests/fixtures/host_trace/ is real output of the host backend (run.json and trace.json
-beside it, as scripts/run.sh writes them), made with
+beside it, as scripts/run.sh writes them; the run_id both carry was added by hand, as the binary
+writes it since issue 11), made with
 
     cd tests/fixtures/host_trace && ../../../build-host/bench/shardaccum_bench --backend host \
         --model uniform:2x64K --preset all --schedule nSnS,sync --steps 1 \
@@ -222,12 +223,62 @@ def test_gpu_trace_first_measured_step_of_rank_0():
     assert {label for track, label in kinds if track == "host"} == {"CPU add", "finalize"}
 
 
+def _with_run_id(src: Path, dst: Path, where: str, run_id: str) -> Path:
+    """A copy of a JSON file with run_id set in its `where` object (context, otherData)."""
+    doc = json.loads(src.read_text())
+    doc[where]["run_id"] = run_id
+    dst.write_text(json.dumps(doc))
+    return dst
+
+
 def test_gpu_report_labels_its_time_domain(tmp_path):
-    readme, text = _report(tmp_path, GPU_RUN, "--trace", GPU_TRACE)
+    # The committed GPU files predate run ids: copies with one matching run_id are drawn.
+    run = _with_run_id(GPU_RUN, tmp_path / "gpu.json", "context", "0f9e2d4c-1b3a-4c5d-8e7f-6a5b4c3d2e1f")
+    trace = _with_run_id(GPU_TRACE, tmp_path / "gpu-trace.json", "otherData", "0f9e2d4c-1b3a-4c5d-8e7f-6a5b4c3d2e1f")
+    readme, text = _report(tmp_path, run, "--trace", trace)
     part = _timeline(text, "## uniform:16x64M · world 2 · K 4 · fp32-fp32-fp32")
     assert "GPU activity from CUPTI mapped onto it" in part
     assert "host wall-clock" not in part
     _assert_png(readme.parent, _images(part)[0])
+
+
+def _report_with_stderr(tmp_path: Path, *args) -> tuple[str, str]:
+    out = tmp_path / "reports"
+    proc = run_script("report.py", *args, "--name", "t", "--out-dir", out)
+    assert proc.returncode == 0, proc.stderr
+    return (out / "t" / "README.md").read_text(encoding="utf-8"), proc.stderr
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_trace_of_another_run_is_not_drawn(tmp_path, beside):
+    other = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
+    run = shutil.copy(RUN, tmp_path / "run.json")
+    trace = _with_run_id(TRACE, tmp_path / ("trace.json" if beside else "other-trace.json"), "otherData", other)
+    text, err = _report_with_stderr(tmp_path, run, *([] if beside else ["--trace", trace]))
+    part = _timeline(text)
+    own = json.loads(RUN.read_text())["context"]["run_id"]
+    why = f"{trace}: not drawn: it is of another run (its run_id {other}, the run JSON's {own})"
+    assert part.startswith("### Timeline of one step\n\nNo trace drawn: " + why)
+    assert not _images(part) and not list((tmp_path / "reports" / "t").glob("*timeline*.png"))
+    assert f"report.py: warning: {why}" in err
+    assert why in section(text, "## Notes")
+
+
+def test_a_trace_without_run_id_is_not_drawn(tmp_path):
+    doc = json.loads(TRACE.read_text())
+    del doc["otherData"]["run_id"]
+    (tmp_path / "trace.json").write_text(json.dumps(doc))
+    run = shutil.copy(RUN, tmp_path / "run.json")
+    text, err = _report_with_stderr(tmp_path, run)
+    part = _timeline(text)
+    assert "No trace drawn" in part and "the trace has no run_id" in part and not _images(part)
+    assert "report.py: warning: " in err and "has no run_id" in err
+
+
+def test_the_fixture_trace_and_run_share_their_run_id():
+    run_id = json.loads(RUN.read_text())["context"]["run_id"]
+    assert json.loads(TRACE.read_text())["otherData"]["run_id"] == run_id
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", run_id)
 
 
 def test_run_sh_help_documents_the_trace_options():

@@ -1,0 +1,77 @@
+"""Strict JSON in and out: NaN/Infinity tokens, nesting too deep to parse and numbers that cannot be
+computed with are input errors naming the file, never a crash (README, "bad input is exit 2").
+
+shardaccum_bench writes strict JSON (a NaN of Google Benchmark becomes null); Python's json accepts
+NaN and Infinity by default and raises RecursionError on deep nesting, so the tools read through here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .errors import InputError
+
+# No quantity the suite writes comes near this (bytes < 2**64 ~ 1.8e19); below it the products of
+# two values and sums of any count stay finite in float64 (sqrt of the largest float is ~1.3e154).
+MAX_MAGNITUDE = 1e150
+
+_TOKEN_AT = re.compile(r"[:\[,]\s*(NaN|-?Infinity)\b")
+
+
+class _NonStandardToken(ValueError):
+    def __init__(self, token: str):
+        super().__init__(token)
+        self.token = token
+
+
+def _refuse_constant(token: str) -> None:
+    raise _NonStandardToken(token)
+
+
+def _line_of(text: str, token: str) -> str:
+    """' at line N' of the first value position holding `token`, or '' when it cannot be placed."""
+    for m in _TOKEN_AT.finditer(text):
+        if m.group(1) == token:
+            return f" at line {text.count(chr(10), 0, m.start(1)) + 1}"
+    return ""
+
+
+def loads(text: str, where: str, what: str) -> object:
+    """Parses `text` (the content of file `where`) as strict JSON.
+
+    Raises InputError naming `where` for invalid JSON, a NaN/Infinity/-Infinity token (not JSON:
+    the suite writes null for a missing value), or nesting too deep for Python's parser. `what`
+    names the expected content in messages (e.g. "Google Benchmark JSON").
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except _NonStandardToken as e:
+        raise InputError(where, f"holds the token {e.token}{_line_of(text, e.token)}, which is not JSON; expected "
+                                f"strict {what} (shardaccum_bench writes null for a value it cannot compute: "
+                                "replace NaN, Infinity and -Infinity by null)") from None
+    except RecursionError:
+        raise InputError(where, f"nested too deep to read (thousands of levels of [ or {{); {what} is a few "
+                                "levels deep: not a file the suite wrote") from None
+    except json.JSONDecodeError as e:
+        raise InputError(where, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); expected {what}; "
+                                "a run that was killed leaves its JSON cut off") from None
+
+
+def number(value: object) -> float | None:
+    """A JSON number as a float; None for null, strings, booleans and other non-numbers.
+
+    Raises ValueError (with the value in words) when the number's magnitude exceeds MAX_MAGNITUDE:
+    the callers turn it into an InputError naming the file and the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if abs(value) > MAX_MAGNITUDE:  # also an int too large for a float (float() would raise OverflowError)
+        shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise ValueError(f"{shown} is beyond any value the suite writes (|x| <= {MAX_MAGNITUDE:g}); sums and "
+                         "ratios of it overflow")
+    return float(value)
+
+
+def dumps(obj: object, **kwargs) -> str:
+    """json.dumps that refuses NaN and infinities (ValueError): what the tools write is strict JSON."""
+    return json.dumps(obj, allow_nan=False, **kwargs)

@@ -1,0 +1,90 @@
+"""Outputs that would destroy inputs are refused (issue 11, item 3): compare.py --out naming either
+input, through any spelling of the path, a symlink or a hard link, and a report folder that holds an
+input it would not carry over. Exit 2 before anything is written; the input's bytes unchanged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from conftest import FIXTURES, HOST_FIXTURE, run_script
+
+
+@pytest.fixture()
+def pair(tmp_path):
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    shutil.copy(HOST_FIXTURE, base)
+    shutil.copy(HOST_FIXTURE, cand)
+    return tmp_path, base, cand
+
+
+def _refused(proc, flag: str, given):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+    assert f"error: {flag}" in proc.stderr and str(given) in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
+@pytest.mark.parametrize("which", ["baseline", "candidate"])
+def test_compare_out_naming_an_input_is_refused(pair, spelling, which):
+    tmp_path, base, cand = pair
+    target = base if which == "baseline" else cand
+    out = {"same": target, "dotted": tmp_path / "sub" / ".." / target.name}.get(spelling)
+    (tmp_path / "sub").mkdir()
+    if spelling == "symlink":
+        out = tmp_path / "link.md"
+        out.symlink_to(target)
+    elif spelling == "hardlink":
+        out = tmp_path / "hard.md"
+        os.link(target, out)
+    before = HOST_FIXTURE.read_bytes()
+    proc = run_script("compare.py", base, cand, "--out", out, cwd=tmp_path)
+    _refused(proc, "--out", target)
+    assert base.read_bytes() == before and cand.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary left
+
+
+def test_compare_out_elsewhere_is_written(pair):
+    tmp_path, base, cand = pair
+    proc = run_script("compare.py", base, cand, "--out", tmp_path / "cmp.md")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "cmp.md").read_text().startswith("# shardaccum compare")
+
+
+@pytest.mark.parametrize("inside", ["README.md", "sub/run.json"])
+def test_report_folder_holding_an_input_it_would_remove_is_refused(tmp_path, inside):
+    folder = tmp_path / "reports" / "r"
+    run = folder / inside
+    run.parent.mkdir(parents=True)
+    shutil.copy(HOST_FIXTURE, run)
+    proc = run_script("report.py", run, "--name", "r", "--out-dir", tmp_path / "reports")
+    _refused(proc, "--name/--out-dir", run)
+    assert run.read_bytes() == HOST_FIXTURE.read_bytes()
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["r"]
+
+
+def test_report_trace_inside_the_folder_it_would_remove_is_refused(tmp_path):
+    folder = tmp_path / "reports" / "r"
+    (folder / "t").mkdir(parents=True)
+    trace = shutil.copy(FIXTURES / "host_trace" / "trace.json", folder / "t" / "trace.json")
+    proc = run_script("report.py", HOST_FIXTURE, "--trace", trace, "--name", "r", "--out-dir", tmp_path / "reports")
+    _refused(proc, "--name/--out-dir", trace)
+    assert os.path.exists(trace)
+
+
+def test_report_folder_as_the_input_file_is_refused(tmp_path):
+    run = shutil.copy(HOST_FIXTURE, tmp_path / "run.json")
+    proc = run_script("report.py", run, "--name", "run.json", "--out-dir", tmp_path)
+    _refused(proc, "--name/--out-dir", run)
+    assert open(run, "rb").read() == HOST_FIXTURE.read_bytes()
+
+
+def test_report_beside_its_run_json_keeps_it(tmp_path):
+    # scripts/run.sh's layout: reports/NAME/run.json is carried over into the new report.
+    folder = tmp_path / "reports" / "r"
+    folder.mkdir(parents=True)
+    run = shutil.copy(HOST_FIXTURE, folder / "run.json")
+    proc = run_script("report.py", run, "--name", "r", "--out-dir", tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert open(run, "rb").read() == HOST_FIXTURE.read_bytes() and (folder / "README.md").is_file()
