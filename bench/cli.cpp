@@ -124,16 +124,20 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
   std::string k_s = std::to_string(o.k), warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
               seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
-              trace_steps_s = std::to_string(o.trace_steps), timeout_str = std::to_string(static_cast<int>(o.timeout_s));
+              trace_steps_s = std::to_string(o.trace_steps),
+              timeout_str = std::to_string(static_cast<int>(o.timeout_s));
   add_list(app, "--model", o.models,
-                 "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
-                 "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
-                 "backend, llama2-7b on cuda");
+           "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
+           "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
+           "backend, llama2-7b on cuda");
   add_list(app, "--world-size", o.world_sizes,
            "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
       ->capture_default_str();
-  app.add_option("--k", k_s, "Micro-batches per step for canonical schedule names (given with a literal schedule, it must match its length)")->capture_default_str()->type_name("INT");
+  app.add_option("--k", k_s,
+                 "Micro-batches per step for canonical schedule names (given with a literal schedule, "
+                 "it must match its length)")
+      ->capture_default_str()->type_name("INT");
   add_list(app, "--binding", o.bindings, "data, data-free or all")->capture_default_str();
   add_list(app, "--offload", o.offloads, "none, gpu-add, cpu-add, copy or all")->capture_default_str();
   add_list(app, "--mode", o.modes, "flag, shape or all")->capture_default_str();
@@ -141,16 +145,20 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")
       ->capture_default_str();
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
-  app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")->capture_default_str()->type_name("INT");
-  app.add_option("--steps", steps_s, "Measured steps per case; the last is checked by the oracle")->type_name("INT")->capture_default_str();
+  app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
+      ->capture_default_str()->type_name("INT");
+  app.add_option("--steps", steps_s, "Measured steps per case; the last is checked by the oracle")
+      ->capture_default_str()->type_name("INT");
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
-  app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")->capture_default_str()->type_name("UINT");
-  app.add_option("--threads", threads_s, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str()->type_name("INT");
+  app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
+      ->capture_default_str()->type_name("UINT");
+  app.add_option("--threads", threads_s, "Host threads per rank for CPU adds (0: cores / world size)")
+      ->capture_default_str()->type_name("INT");
   app.add_option("--cupti", o.cupti, "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records (slows NCCL "
                  "kernels, see README); off: the backend's own accounting (cuda)")->capture_default_str();
   app.add_option("--trace-steps", trace_steps_s,
-                 "Measured steps per case that --trace records (0: all; 1: the step the report draws)")->type_name("INT")
-      ->capture_default_str();
+                 "Measured steps per case that --trace records (0: all; 1: the step the report draws)")
+      ->capture_default_str()->type_name("INT");
   app.add_option("--trace", o.trace,
                  "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
                  "phases per rank, the backend's ops per stream) to this file");

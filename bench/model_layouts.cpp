@@ -32,7 +32,9 @@ constexpr std::string_view kForms =
 
 /// Every error names the flag and the value, so a message is actionable wherever it surfaces.
 [[noreturn]] void fail(std::string_view source, const std::string &what) {
-  throw std::invalid_argument("--model '" + std::string(source) + "': " + what);
+  // The value is quoted short: a path is rarely longer, a pasted blob would fill the terminal.
+  const std::string shown = source.size() <= 200 ? std::string(source) : std::string(source.substr(0, 200)) + "...";
+  throw std::invalid_argument("--model '" + shown + "': " + what);
 }
 
 /// At most `max` characters of `s`, marked when cut: a file's text is quoted short in messages.

@@ -519,7 +519,8 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
     return out;
   }
   const auto bad = [&](const std::string& why) {
-    return std::invalid_argument("--rendezvous '" + (spec.size() <= 120 ? spec : spec.substr(0, 120) + "...") + "': " + why +
+    const std::string shown = spec.size() <= 120 ? spec : spec.substr(0, 120) + "...";  // quoted short
+    return std::invalid_argument("--rendezvous '" + shown + "': " + why +
                                  " (expected file:PATH or tcp:HOST:PORT)");
   };
   if (spec.rfind("file:", 0) == 0) {

@@ -9,7 +9,8 @@ const char* dtype_name(DType t) { return t == DType::fp32 ? "fp32" : "bf16"; }
 DType parse_dtype(std::string_view s) {
   if (s == "fp32") return DType::fp32;
   if (s == "bf16") return DType::bf16;
-  throw std::invalid_argument("unknown dtype '" + std::string(s.substr(0, 80)) + (s.size() > 80 ? "..." : "") + "' (expected fp32 or bf16)");
+  throw std::invalid_argument("unknown dtype '" + std::string(s.substr(0, 80)) + (s.size() > 80 ? "..." : "") +
+                              "' (expected fp32 or bf16)");
 }
 
 std::string DTypeTriple::name() const {

@@ -8,7 +8,8 @@ namespace {
 
 /// The user's text quoted short: a long literal must not fill the message.
 std::string quoted(std::string_view s) {
-  return s.size() <= 80 ? std::string(s) : std::string(s.substr(0, 80)) + "... (" + std::to_string(s.size()) + " characters)";
+  if (s.size() <= 80) return std::string(s);
+  return std::string(s.substr(0, 80)) + "... (" + std::to_string(s.size()) + " characters)";
 }
 
 }  // namespace
