@@ -9,6 +9,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
 
 namespace shardaccum {
@@ -38,43 +39,56 @@ Axes (DESIGN.md section 3):
 Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_out=FILE.json
 --benchmark_out_format=json, --benchmark_repetitions=N, --benchmark_min_warmup_time, ...)";
 
-std::vector<std::string> split_all(const std::vector<std::string>& in) {
-  std::vector<std::string> out;
-  for (const auto& s : in) {
-    size_t b = 0;
-    while (b <= s.size()) {
-      size_t e = s.find(',', b);
-      if (e == std::string::npos) e = s.size();
-      if (e > b) out.push_back(s.substr(b, e - b));
-      b = e + 1;
-    }
+/// Refuses `all` next to other values: `all,fsdp2` could mean all or a typo; every axis flag alike.
+void check_all_alone(const std::vector<std::string>& v, const char* flag) {
+  if (v.size() > 1 && std::find(v.begin(), v.end(), "all") != v.end()) {
+    std::string joined;
+    for (const auto& x : v) joined += (joined.empty() ? "" : ",") + x;
+    throw CliError(std::string(flag) + " '" + brief(joined) +
+                   "': `all` cannot be combined with other values; give all alone or list the values");
   }
-  return out;
 }
 
 template <size_t N>
 std::vector<std::string> expand(const std::vector<std::string>& values, const char* const (&all)[N],
                                 const char* flag) {
-  std::vector<std::string> v = split_all(values);
+  std::vector<std::string> v = split_list(values, flag);
   if (v.empty()) throw CliError(std::string(flag) + " is empty: give a value or `all`");
-  if (std::find(v.begin(), v.end(), "all") != v.end()) return {std::begin(all), std::end(all)};
+  check_all_alone(v, flag);
+  if (v[0] == "all") return {std::begin(all), std::end(all)};
   for (const auto& x : v)
     if (std::none_of(std::begin(all), std::end(all), [&](const char* a) { return x == a; })) {
       std::string list;
       for (const char* a : all) list += std::string(list.empty() ? "" : ", ") + a;
-      throw CliError(std::string(flag) + ": unknown value '" + x + "' (expected " + list + " or all)");
+      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " + list + " or all)");
     }
   return v;
 }
 
-int parse_int(const std::string& s, const char* flag) {
-  try {
-    size_t pos = 0;
-    const long v = std::stol(s, &pos);
-    if (pos == s.size() && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
-  } catch (...) {
+/// A list flag: one value per occurrence (never the next argument too), repeats add up, and the
+/// commas are split by split_list so that an empty element is an error rather than dropped.
+CLI::Option* add_list(CLI::App& app, const char* name, std::vector<std::string>& v, const std::string& help) {
+  return app.add_option(name, v, help)
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+/// CLI11 takes the argument after a value flag as its value even when it is another flag
+/// (`--model --list`): refuse that here, for every value flag, before CLI11 parses.
+void check_values_present(const CLI::App& app, const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0 || a.find('=') != std::string::npos) continue;
+    const CLI::Option* opt = app.get_option_no_throw(a);
+    if (opt == nullptr || opt->get_items_expected_min() == 0) continue;
+    if (i + 1 == args.size())
+      throw CliError(a + " needs a value: give it after the flag (" + a + " VALUE or " + a + "=VALUE)");
+    if (args[i + 1].rfind("--", 0) == 0)
+      throw CliError(a + " needs a value but is followed by the flag " + brief(args[i + 1]) + ": give " + a +
+                     " VALUE (or " + a + "=VALUE)");
+    ++i;  // its value
   }
-  throw CliError(std::string(flag) + ": '" + s + "' is not an integer");
 }
 
 }  // namespace
@@ -106,31 +120,45 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
 
   CLI::App app{kDescription, "shardaccum_bench"};
   app.get_formatter()->column_width(34);
-  app.add_option("--model", o.models,
-                 "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
-                 "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
-                 "backend, llama2-7b on cuda")->delimiter(',');
-  app.add_option("--world-size", o.world_sizes,
-                 "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda")->delimiter(',');
-  app.add_option("--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
-      ->delimiter(',')->capture_default_str();
-  app.add_option("--k", o.k, "Micro-batches per step for canonical schedule names")->capture_default_str();
-  app.add_option("--binding", o.bindings, "data, data-free or all")->delimiter(',')->capture_default_str();
-  app.add_option("--offload", o.offloads, "none, gpu-add, cpu-add, copy or all")->delimiter(',')->capture_default_str();
-  app.add_option("--mode", o.modes, "flag, shape or all")->delimiter(',')->capture_default_str();
-  app.add_option("--preset", o.presets, "fairscale, fsdp1, fsdp2, zero3 or all (instead of the axes)")->delimiter(',');
-  app.add_option("--dtype", o.dtypes, "Dtype triples grad-reduce-accum")->delimiter(',')->capture_default_str();
+  // Integer and seconds flags are read as text and parsed by cli_values.hpp: decimal only, one
+  // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
+  std::string k_s = std::to_string(o.k), warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
+              seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
+              trace_steps_s = std::to_string(o.trace_steps),
+              timeout_str = std::to_string(static_cast<int>(o.timeout_s));
+  add_list(app, "--model", o.models,
+           "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
+           "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
+           "backend, llama2-7b on cuda");
+  add_list(app, "--world-size", o.world_sizes,
+           "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
+  add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
+      ->capture_default_str();
+  app.add_option("--k", k_s,
+                 "Micro-batches per step for canonical schedule names (given with a literal schedule, "
+                 "it must match its length)")
+      ->capture_default_str()->type_name("INT");
+  add_list(app, "--binding", o.bindings, "data, data-free or all")->capture_default_str();
+  add_list(app, "--offload", o.offloads, "none, gpu-add, cpu-add, copy or all")->capture_default_str();
+  add_list(app, "--mode", o.modes, "flag, shape or all")->capture_default_str();
+  add_list(app, "--preset", o.presets, "fairscale, fsdp1, fsdp2, zero3 or all (instead of the axes)");
+  add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")
+      ->capture_default_str();
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "Unmeasured steps before the measured ones")->capture_default_str();
-  app.add_option("--steps", o.steps, "Measured steps per case; the last is checked by the oracle")->capture_default_str();
+  app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
+      ->capture_default_str()->type_name("INT");
+  app.add_option("--steps", steps_s, "Measured steps per case; the last is checked by the oracle")
+      ->capture_default_str()->type_name("INT");
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of the gradient generator")->capture_default_str();
-  app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
+  app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
+      ->capture_default_str()->type_name("UINT");
+  app.add_option("--threads", threads_s, "Host threads per rank for CPU adds (0: cores / world size)")
+      ->capture_default_str()->type_name("INT");
   app.add_option("--cupti", o.cupti, "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records (slows NCCL "
                  "kernels, see README); off: the backend's own accounting (cuda)")->capture_default_str();
-  app.add_option("--trace-steps", o.trace_steps,
+  app.add_option("--trace-steps", trace_steps_s,
                  "Measured steps per case that --trace records (0: all; 1: the step the report draws)")
-      ->capture_default_str();
+      ->capture_default_str()->type_name("INT");
   app.add_option("--trace", o.trace,
                  "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
                  "phases per rank, the backend's ops per stream) to this file");
@@ -146,15 +174,17 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "How the processes of --launcher env get NCCL's unique id: file:PATH (a fresh path on a "
                  "shared file system) or tcp:HOST:PORT (rank 0 listens). Default: tcp at MASTER_ADDR and "
                  "MASTER_PORT (MASTER_PORT+1 under torchrun, whose store holds MASTER_PORT)");
-  app.add_option("--timeout", o.timeout_s,
+  app.add_option("--timeout", timeout_str,
                  "Seconds before a rank that never arrives, a dead peer or a stuck collective ends the run "
-                 "with an error")->capture_default_str();
-  app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs");
+                 "with an error")->capture_default_str()->type_name("FLOAT");
+  app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--part", o.part,
                  "I/N: run only the I-th of N contiguous, near-equal slices of the case matrix (a long job "
                  "over several commands; join the JSON with scripts/merge.py)");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
 
+  check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
   try {
     app.parse(ours);
   } catch (const CLI::CallForHelp&) {
@@ -163,18 +193,24 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   } catch (const CLI::ParseError& e) {
     throw CliError(std::string(e.what()) + " (see --help)");
   }
-  if (o.k < 1 || o.k > 4096) throw CliError("--k " + std::to_string(o.k) + ": give 1..4096 micro-batches");
-  if (o.steps < 1 || o.steps > 1000) throw CliError("--steps " + std::to_string(o.steps) + ": give 1..1000 measured steps");
-  if (o.warmup < 0 || o.warmup > 1000) throw CliError("--warmup " + std::to_string(o.warmup) + ": give 0..1000");
+  o.k_given = app.count("--k") > 0;
+  o.k = static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,
+                                        "1.." + std::to_string(kMaxMicroBatches) + " micro-batches"));
+  o.steps = static_cast<int>(parse_int_flag(steps_s, "--steps", 1, 1000, "1..1000 measured steps"));
+  o.warmup = static_cast<int>(parse_int_flag(warmup_s, "--warmup", 0, 1000, "0..1000"));
+  o.seed = parse_u64_flag(seed_s, "--seed", "0..18446744073709551615 (2^64-1) in decimal");
+  o.trace_steps = static_cast<int>(parse_int_flag(trace_steps_s, "--trace-steps", 0, INT_MAX,
+                                                  "0 (every measured step) or more"));
+  o.timeout_s = parse_seconds_flag(timeout_str, "--timeout", "1..86400 seconds");
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
     throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (o.threads < 0 || o.threads > 4 * hw)
-    throw CliError("--threads " + std::to_string(o.threads) + ": give 0 (cores / world size) to " +
-                   std::to_string(4 * hw) + " (4x the " + std::to_string(hw) + " hardware threads)");
+  o.threads = static_cast<int>(parse_int_flag(threads_s, "--threads", 0, 4 * hw,
+                                              "0 (cores / world size) to " + std::to_string(4 * hw) + " (4x the " +
+                                                  std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
@@ -187,7 +223,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw CliError(e.what());
   }
-  if (o.trace_steps < 0) throw CliError("--trace-steps must be >= 0 (0 traces every measured step)");
+  for (const auto& d : o.config_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d, ec))
+      throw CliError("--config-dir " + brief(d) + ": not a directory; give an existing directory of model "
+                     "configs (NAME.json)");
+  }
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
   if (!o.trace.empty()) try {
@@ -214,8 +255,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   MatrixAxes a;
   std::vector<std::string> dirs = o.config_dirs;
   dirs.push_back(SHARDACCUM_CONFIG_DIR);
-  const auto models = o.models.empty() ? std::vector<std::string>{default_model} : split_all(o.models);
-  if (models.empty()) throw CliError("--model is empty");
+  const auto models = o.models.empty() ? std::vector<std::string>{default_model} : split_list(o.models, "--model");
   for (const auto& m : models) {
     try {
       a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));
@@ -224,17 +264,16 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     }
   }
   if (o.world_sizes.empty()) a.world_sizes = {default_world};
-  else if (split_all(o.world_sizes).empty()) throw CliError("--world-size is empty: give e.g. 2 or 1,2,4");
-  for (const auto& w : split_all(o.world_sizes)) {
-    const int n = parse_int(w, "--world-size");
-    if (n < 1) throw CliError("--world-size " + w + ": need at least 1 rank");
+  for (const auto& w : split_list(o.world_sizes, "--world-size")) {
+    const int n = static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
     if (n > max_world)
       throw CliError("--world-size " + w + ": this backend has at most " + std::to_string(max_world) +
                      " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
     a.world_sizes.push_back(n);
   }
-  const auto scheds = split_all(o.schedules);
+  const auto scheds = split_list(o.schedules, "--schedule");
   if (scheds.empty()) throw CliError("--schedule is empty: give n/S letters ending in S or `all`");
+  check_all_alone(scheds, "--schedule");
   for (const auto& s : scheds) {
     try {
       if (s == "all")
@@ -244,6 +283,12 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     } catch (const std::invalid_argument& e) {
       throw CliError(e.what());
     }
+    // A literal's length is its K: an explicit --k that disagrees would otherwise be ignored.
+    if (o.k_given && a.schedules.back().k() != o.k)
+      throw CliError("--k " + std::to_string(o.k) + " but --schedule " + brief(s) + " has " +
+                     std::to_string(a.schedules.back().k()) +
+                     " micro-batches: a literal schedule fixes K; leave --k out or give a literal of " +
+                     std::to_string(o.k) + " letters");
   }
   const bool axes_given = o.bindings != std::vector<std::string>{"all"} ||
                           o.offloads != std::vector<std::string>{"all"} || o.modes != std::vector<std::string>{"all"};
@@ -259,7 +304,10 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
       for (const auto& b : bs)
         for (const auto& m : ms) a.strategies.push_back({b, of, m});
   }
-  for (const auto& d : split_all(o.dtypes)) {
+  std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
+  check_all_alone(dtypes, "--dtype");
+  if (dtypes == std::vector<std::string>{"all"}) dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
+  for (const auto& d : dtypes) {
     try {
       a.dtypes.push_back(parse_dtype_triple(d));
     } catch (const std::invalid_argument& e) {

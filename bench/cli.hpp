@@ -13,6 +13,7 @@ struct BenchOptions {
   std::vector<std::string> world_sizes;  // empty: the backend's default
   std::vector<std::string> schedules{"all"};
   int k = 4;
+  bool k_given = false;  // --k was on the command line: a literal schedule must then have K letters
   std::vector<std::string> bindings{"all"}, offloads{"all"}, modes{"all"}, presets;
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto

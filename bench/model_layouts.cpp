@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -31,7 +32,50 @@ constexpr std::string_view kForms =
 
 /// Every error names the flag and the value, so a message is actionable wherever it surfaces.
 [[noreturn]] void fail(std::string_view source, const std::string &what) {
-  throw std::invalid_argument("--model '" + std::string(source) + "': " + what);
+  // The value is quoted short: a path is rarely longer, a pasted blob would fill the terminal.
+  const std::string shown = source.size() <= 200 ? std::string(source) : std::string(source.substr(0, 200)) + "...";
+  throw std::invalid_argument("--model '" + shown + "': " + what);
+}
+
+/// At most `max` characters of `s`, marked when cut: a file's text is quoted short in messages.
+std::string brief_text(std::string_view s, size_t max = 80) {
+  return s.size() <= max ? std::string(s) : std::string(s.substr(0, max)) + "...";
+}
+
+/// Appends `v` as JSON to `out`, stopping once `out` reaches `max` characters; nesting beyond
+/// 4 levels shows as [...] / {...}, so neither the recursion nor the text depends on the input.
+void render_brief(const json &v, std::string &out, size_t max, int depth) {
+  if (out.size() >= max)
+    return;
+  if (v.is_array() || v.is_object()) {
+    const bool arr = v.is_array();
+    if (depth >= 4 && !v.empty()) {
+      out += arr ? "[...]" : "{...}";
+      return;
+    }
+    out += arr ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() < max; ++it) {
+      out += first ? "" : ", ";
+      first = false;
+      if (!arr)
+        out += json(brief_text(it.key(), max)).dump() + ": ";
+      render_brief(*it, out, max, depth + 1);
+    }
+    out += arr ? ']' : '}';
+  } else if (v.is_string()) {
+    out += json(brief_text(v.get_ref<const std::string &>(), max)).dump();
+  } else {
+    out += v.dump(); // a number, a boolean or null: short
+  }
+}
+
+/// `v` as JSON text of at most about 80 characters ("..." when cut), for messages.
+std::string brief_json(const json &v) {
+  constexpr size_t kMax = 80;
+  std::string out;
+  render_brief(v, out, kMax, 0);
+  return out.size() <= kMax ? out : out.substr(0, kMax) + "...";
 }
 
 /// Products and sums of config fields, checked: a mistyped config must give an error, not wrap.
@@ -77,11 +121,11 @@ uint64_t positive_value(const json &v, std::string_view source, const std::strin
     x = static_cast<uint64_t>(s);
   } else if (v.is_number_float()) {
     // Integers beyond uint64 also arrive here, as doubles.
-    fail(source, what + " must be a positive integer, got " + v.dump() +
+    fail(source, what + " must be a positive integer, got " + brief_json(v) +
                      (v.get<double>() > static_cast<double>(limit) ? " (too large)" : ""));
   } else {
     fail(source,
-         what + " must be a positive integer, got " + std::string(v.type_name()) + " " + v.dump());
+         what + " must be a positive integer, got " + std::string(v.type_name()) + " " + brief_json(v));
   }
   if (x == 0)
     fail(source, what + " must be positive, got 0");
@@ -122,7 +166,7 @@ bool optional_flag(const json &cfg, const char *key, bool fallback, std::string_
   if (v == nullptr)
     return fallback;
   if (!v->is_boolean()) {
-    fail(source, std::string("field \"") + key + "\" must be true or false, got " + v->dump());
+    fail(source, std::string("field \"") + key + "\" must be true or false, got " + brief_json(*v));
   }
   return v->get<bool>();
 }
@@ -150,7 +194,7 @@ Layout layout_from_units(const json &units, std::string name, std::string_view s
     const json &u = units[i];
     const std::string where = "unit " + std::to_string(i);
     if (!u.is_object()) {
-      fail(source, where + " must be an object {\"name\": ..., \"numel\": ...}, got " + u.dump());
+      fail(source, where + " must be an object {\"name\": ..., \"numel\": ...}, got " + brief_json(u));
     }
     auto nm = u.find("name");
     if (nm == u.end() || !nm->is_string() || nm->get<std::string>().empty()) {
@@ -158,13 +202,13 @@ Layout layout_from_units(const json &units, std::string name, std::string_view s
     }
     std::string unit_name = nm->get<std::string>();
     if (!seen.insert(unit_name).second) {
-      fail(source, "unit name \"" + unit_name + "\" appears twice; unit names must be unique");
+      fail(source, "unit name \"" + brief_text(unit_name) + "\" appears twice; unit names must be unique");
     }
     auto ne = u.find("numel");
     if (ne == u.end())
-      fail(source, where + " (\"" + unit_name + "\") has no \"numel\"");
+      fail(source, where + " (\"" + brief_text(unit_name) + "\") has no \"numel\"");
     const uint64_t numel =
-        positive_value(*ne, source, "numel of unit \"" + unit_name + "\"", kMaxLayoutNumel);
+        positive_value(*ne, source, "numel of unit \"" + brief_text(unit_name) + "\"", kMaxLayoutNumel);
     total = count.add(total, numel);
     layout.units.push_back({std::move(unit_name), numel});
   }
@@ -219,6 +263,12 @@ Layout layout_llama(const json &cfg, std::string name, std::string_view source) 
   const uint64_t heads = required_dim(cfg, "num_attention_heads", source);
   const uint64_t kv_heads = optional_dim(cfg, "num_key_value_heads", heads, source);
   const uint64_t vocab = required_dim(cfg, "vocab_size", source);
+  // Grouped-query attention shares each K/V head among heads / kv_heads query heads.
+  if (kv_heads > heads || heads % kv_heads != 0) {
+    fail(source, "field \"num_key_value_heads\" (" + std::to_string(kv_heads) +
+                     ") must divide field \"num_attention_heads\" (" + std::to_string(heads) +
+                     "); fix one of them");
+  }
   // transformers uses floor division when head_dim is not given.
   const json *hd = find_field(cfg, "head_dim");
   const uint64_t head_dim = hd != nullptr
@@ -269,6 +319,10 @@ Layout from_json(const json &j, std::string name, std::string_view source) {
     fail(source, "expected a JSON object or list, got " + std::string(j.type_name()) + "; " +
                      std::string(kForms));
   }
+  if (j.contains("units") && j.contains("model_type")) {
+    fail(source, "the JSON has both \"units\" (a layout list) and \"model_type\" (a Hugging Face "
+                 "config.json); give either the one or the other");
+  }
   if (auto units = j.find("units"); units != j.end()) {
     if (name.empty()) {
       if (auto nm = j.find("name"); nm != j.end() && nm->is_string())
@@ -283,13 +337,13 @@ Layout from_json(const json &j, std::string name, std::string_view source) {
                      std::string(kForms));
   }
   if (!mt->is_string())
-    fail(source, "\"model_type\" must be a string, got " + mt->dump());
+    fail(source, "\"model_type\" must be a string, got " + brief_json(*mt));
   const std::string type = mt->get<std::string>();
   if (type == "gpt2")
     return layout_gpt2(j, std::move(name), source);
   if (type == "llama" || type == "mistral")
     return layout_llama(j, std::move(name), source);
-  fail(source, "unsupported model_type \"" + type +
+  fail(source, "unsupported model_type \"" + brief_text(type) +
                    "\"; supported: gpt2, llama, mistral. For another model, write a layout list "
                    "{\"units\": [{\"name\": ..., \"numel\": ...}]} or use uniform:COUNTxNUMEL");
 }
@@ -388,8 +442,47 @@ std::vector<std::string> shipped_names(const std::vector<std::string> &dirs) {
   return {names.begin(), names.end()};
 }
 
+/// Deepest JSON nesting a model file may have; real configs use 2 or 3 levels.
+constexpr int kMaxJsonDepth = 64;
+
+/// A parser callback that refuses nesting deeper than kMaxJsonDepth (nothing later has to recurse
+/// deeply) and a key repeated within one object (nlohmann would keep the last one silently).
+json::parser_callback_t bounded_parse(std::string_view spec, const fs::path &path) {
+  auto keys = std::make_shared<std::vector<std::set<std::string>>>(); // one set per open object
+  return [keys, spec = std::string(spec), file = path.string()](int depth, json::parse_event_t event,
+                                                                json &parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+    case json::parse_event_t::array_start:
+      if (depth >= kMaxJsonDepth) {
+        fail(spec, "'" + file + "': JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels; a layout or config.json needs 3");
+      }
+      if (event == json::parse_event_t::object_start)
+        keys->emplace_back();
+      break;
+    case json::parse_event_t::object_end:
+      keys->pop_back();
+      break;
+    case json::parse_event_t::key: {
+      const std::string &k = parsed.get_ref<const std::string &>();
+      if (!keys->back().insert(k).second) {
+        fail(spec, "'" + file + "': duplicate key \"" + brief_text(k) +
+                       "\" in one object; keep one of them");
+      }
+      break;
+    }
+    default:
+      break;
+    }
+    return true;
+  };
+}
+
 Layout layout_from_file(const fs::path &path, std::string_view spec) {
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    fail(spec, "'" + path.string() + "' is a directory; give the path of a .json file");
   if (!fs::is_regular_file(path, ec)) {
     fail(spec, "file '" + path.string() +
                    "' not found; check the path (relative paths start at "
@@ -400,9 +493,10 @@ Layout layout_from_file(const fs::path &path, std::string_view spec) {
     fail(spec, "cannot open '" + path.string() + "'; check its permissions");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(in, bounded_parse(spec, path));
   } catch (const json::exception &e) {
-    fail(spec, "'" + path.string() + "' is not valid JSON: " + e.what() +
+    // nlohmann's text quotes the last token read, which a hostile file can make long.
+    fail(spec, "'" + path.string() + "' is not valid JSON: " + brief_text(e.what(), 200) +
                    "; fix the file or download config.json again");
   }
   return from_json(j, path.stem().string(), spec);

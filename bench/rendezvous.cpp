@@ -519,7 +519,8 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
     return out;
   }
   const auto bad = [&](const std::string& why) {
-    return std::invalid_argument("--rendezvous '" + spec + "': " + why +
+    const std::string shown = spec.size() <= 120 ? spec : spec.substr(0, 120) + "...";  // quoted short
+    return std::invalid_argument("--rendezvous '" + shown + "': " + why +
                                  " (expected file:PATH or tcp:HOST:PORT)");
   };
   if (spec.rfind("file:", 0) == 0) {
@@ -530,18 +531,31 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
   }
   if (spec.rfind("tcp:", 0) != 0) throw bad("unknown kind");
   const std::string rest = spec.substr(4);
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos) throw bad("no port");
   out.kind = RendezvousSpec::tcp;
-  out.host = rest.substr(0, colon);
-  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']')
-    out.host = out.host.substr(1, out.host.size() - 2);
+  // HOST:PORT with exactly one ':', or [V6-ADDRESS]:PORT: a stray ':' or '[' is an error, never
+  // silently part of the host.
+  std::string port;
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) throw bad("unclosed '[': write an IPv6 host as [ADDRESS] and close it with ']'");
+    out.host = rest.substr(1, close - 1);
+    if (rest.size() == close + 1 || rest[close + 1] != ':') throw bad("expected ':PORT' after ']'");
+    port = rest.substr(close + 2);
+  } else {
+    const size_t colon = rest.find(':');
+    if (colon == std::string::npos) throw bad("no port");
+    out.host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    if (port.find(':') != std::string::npos)
+      throw bad("more than one ':' after the host; an IPv6 host goes in brackets (tcp:[::1]:29600)");
+    if (out.host.find_first_of("[]") != std::string::npos) throw bad("a '[' or ']' in the host");
+  }
   if (out.host.empty()) throw bad("empty host");
-  const std::string port = rest.substr(colon + 1);
+  out.port = 0;
   auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), out.port);
   if (port.empty() || ec != std::errc() || p != port.data() + port.size() || out.port < 1 ||
       out.port > 65535)
-    throw bad("port '" + port + "' is not in 1..65535");
+    throw bad("port '" + port.substr(0, 16) + "' is not in 1..65535");
   return out;
 }
 

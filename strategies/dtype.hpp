@@ -52,9 +52,13 @@ struct DTypeTriple {
   bool operator==(const DTypeTriple&) const = default;
 };
 
+/// The triples this suite supports, in report order (what --dtype all means).
+inline constexpr const char* kDtypeTriples[] = {"fp32-fp32-fp32", "bf16-bf16-fp32", "bf16-bf16-bf16"};
+
 /// Parses "grad-reduce-accum", e.g. "bf16-bf16-fp32". Throws std::invalid_argument when malformed
 /// or unsupported: grad and reduce must match (FSDP casts the gradient before the collective, which
-/// this suite does not model yet), and accum may not be narrower than reduce.
+/// this suite does not model yet), and accum may not be narrower than reduce. Every message names
+/// --dtype and lists kDtypeTriples.
 DTypeTriple parse_dtype_triple(std::string_view s);
 
 }  // namespace shardaccum

@@ -4,6 +4,15 @@
 #include <stdexcept>
 
 namespace shardaccum {
+namespace {
+
+/// The user's text quoted short: a long literal must not fill the message.
+std::string quoted(std::string_view s) {
+  if (s.size() <= 80) return std::string(s);
+  return std::string(s.substr(0, 80)) + "... (" + std::to_string(s.size()) + " characters)";
+}
+
+}  // namespace
 
 int Schedule::sync_count() const {
   return static_cast<int>(std::count(modes.begin(), modes.end(), 'S'));
@@ -13,7 +22,7 @@ Schedule canonical_schedule(std::string_view name, int k) {
   const bool known = std::any_of(std::begin(kCanonicalSchedules), std::end(kCanonicalSchedules),
                                  [&](const char* c) { return name == c; });
   if (!known)
-    throw std::invalid_argument("--schedule '" + std::string(name) +
+    throw std::invalid_argument("--schedule '" + quoted(name) +
                                 "': not a canonical name (no-sync, sync, interleaved-nosync-last, "
                                 "interleaved-sync-last) nor a string of n/S ending in S");
   if (k < 3)
@@ -38,10 +47,14 @@ Schedule parse_schedule(std::string_view text, int k) {
                                 "canonical name (no-sync, sync, interleaved-nosync-last, "
                                 "interleaved-sync-last)");
   if (text.find_first_not_of("nS") != std::string_view::npos) return canonical_schedule(text, k);
+  if (text.size() > static_cast<size_t>(kMaxMicroBatches))
+    throw std::invalid_argument("--schedule '" + quoted(text) + "' has " + std::to_string(text.size()) +
+                                " micro-batches, above the limit of " + std::to_string(kMaxMicroBatches) +
+                                " (as for --k); give a shorter schedule");
   if (text.back() != 'S')
-    throw std::invalid_argument("--schedule '" + std::string(text) +
+    throw std::invalid_argument("--schedule '" + quoted(text) +
                                 "' must end in S: the last micro-batch of a step has to reduce-scatter "
-                                "(e.g. '" + std::string(text) + "S')");
+                                "(e.g. '" + (text.size() <= 80 ? std::string(text) + "S" : "nnnS") + "')");
   return Schedule{std::string(text)};
 }
 

@@ -19,9 +19,13 @@ struct Schedule {
 inline constexpr const char* kCanonicalSchedules[] = {"no-sync", "sync", "interleaved-nosync-last",
                                                       "interleaved-sync-last"};
 
+/// Most micro-batches per step, for --k and for a literal schedule's length alike.
+inline constexpr int kMaxMicroBatches = 4096;
+
 /// Parses a literal schedule ("nnnS") or a canonical name with K ("sync", k=4 -> "SSSS").
 /// Throws std::invalid_argument naming --schedule: empty, a letter other than n/S, a schedule that
-/// does not end in S (the step would never sync), or K < 3 for a canonical name.
+/// does not end in S (the step would never sync), a literal longer than kMaxMicroBatches, or K < 3
+/// for a canonical name. Messages quote at most the first 80 characters of `text`.
 Schedule parse_schedule(std::string_view text, int k);
 
 /// The canonical schedule `name` for K micro-batches (K >= 3). Throws std::invalid_argument.

@@ -350,7 +350,11 @@ TEST(Layouts, NameAndFileErrors) {
 
   expect_spec_error("/nonexistent/config.json", "not found");
   expect_spec_error("missing.json", "not found");
-  expect_spec_error(std::string(SHARDACCUM_CONFIG_DIR), "not found"); // a directory
+  expect_spec_error(std::string(SHARDACCUM_CONFIG_DIR), "is a directory");
+  const std::filesystem::path xdir =
+      std::filesystem::path(::testing::TempDir()) / "shardaccum_test_layouts" / "x.json";
+  std::filesystem::create_directories(xdir);
+  expect_spec_error(xdir.string(), "is a directory");
 
   const std::string bad =
       write_temp("bad-config.json", R"({"model_type": "llama", "hidden_size": )");
@@ -360,6 +364,75 @@ TEST(Layouts, NameAndFileErrors) {
   expect_spec_error(empty, "is not valid JSON");
   const std::string bert = write_temp("bert.json", R"({"model_type": "bert", "hidden_size": 768})");
   expect_spec_error(bert, "unsupported model_type");
+}
+
+// Issue 11 item 8: hostile files are refused with a short message, never a crash.
+TEST(Layouts, DeepJsonIsRefusedNotACrash) {
+  const int n = 100000;
+  const std::string deep = write_temp("deep.json", std::string(n, '[') + std::string(n, ']'));
+  expect_spec_error(deep, "JSON nested deeper than 64 levels");
+  // 64 levels parse; the 65th is refused.
+  const std::string ok64 = write_temp("ok64.json", "{\"units\":" + std::string(63, '[') + std::string(63, ']') + "}");
+  expect_spec_error(ok64, "unit 0 must be an object"); // parsed, then judged as a layout
+  const std::string deep65 = write_temp("deep65.json", "{\"units\":" + std::string(64, '[') + std::string(64, ']') + "}");
+  expect_spec_error(deep65, "deeper than 64");
+}
+
+TEST(Layouts, DuplicateKeysAreRefusedNamingTheKey) {
+  expect_spec_error(write_temp("dup1.json", R"({"model_type": "gpt2", "model_type": "llama"})"),
+                    "duplicate key \"model_type\"");
+  expect_spec_error(write_temp("dup2.json", R"([{"name": "a", "numel": 1, "name": "b"}])"),
+                    "duplicate key \"name\"");
+  // The same key in two different objects is fine.
+  const Layout l = load_layout(
+      write_temp("nodup.json", R"([{"name": "a", "numel": 1}, {"name": "b", "numel": 2}])"), kDirs);
+  EXPECT_EQ(l.total_numel(), 3u);
+}
+
+TEST(Layouts, UnitsAndModelTypeTogetherAreRefused) {
+  expect_json_error(json{{"units", json::array({{{"name", "a"}, {"numel", 1}}})}, {"model_type", "gpt2"}},
+                    "give either");
+}
+
+TEST(Layouts, KvHeadsMustDivideHeads) {
+  json cfg = {{"model_type", "llama"}, {"hidden_size", 64}, {"intermediate_size", 128},
+              {"num_hidden_layers", 2}, {"vocab_size", 100}, {"num_attention_heads", 4}};
+  cfg["num_key_value_heads"] = 8;
+  expect_json_error(cfg, "\"num_key_value_heads\" (8) must divide field \"num_attention_heads\" (4)");
+  cfg["num_attention_heads"] = 6;
+  cfg["num_key_value_heads"] = 4;
+  expect_json_error(cfg, "\"num_key_value_heads\" (4) must divide field \"num_attention_heads\" (6)");
+  cfg["num_key_value_heads"] = 3;
+  EXPECT_EQ(layout_from_json(cfg, "t").units.size(), 5u); // embed, 2 layers, norm, lm_head
+}
+
+TEST(Layouts, MessagesQuoteValuesShort) {
+  // A unit given as a long list or a deeply nested value (built in code, not parsed): the message
+  // quotes about 80 characters and does not recurse into the whole value.
+  json wide = json::array();
+  for (int i = 0; i < 100000; ++i)
+    wide.push_back(i);
+  json deep = json::array();
+  for (int i = 0; i < 100000; ++i)
+    deep = json::array({std::move(deep)});
+  for (const json *v : {&wide, &deep}) {
+    try {
+      layout_from_json(json::array({*v}), "t");
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument &e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("unit 0 must be an object"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("..."), std::string::npos) << msg;
+      EXPECT_LT(msg.size(), 300u) << msg;
+    }
+  }
+  const std::string long_type(10000, 'x');
+  try {
+    layout_from_json(json{{"model_type", long_type}}, "t");
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u);
+  }
 }
 
 } // namespace

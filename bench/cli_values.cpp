@@ -1,0 +1,88 @@
+#include "bench/cli_values.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "bench/cli.hpp"
+
+namespace shardaccum {
+
+std::string brief(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " characters)";
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag) {
+  std::vector<std::string> out;
+  for (const auto& s : values) {
+    size_t b = 0;
+    while (true) {
+      const size_t e = std::min(s.find(',', b), s.size());
+      if (e == b)
+        throw CliError(std::string(flag) + " '" + brief(s) +
+                       "': an empty element; give a comma-separated list without empty items (e.g. a,b)");
+      out.push_back(s.substr(b, e - b));
+      if (e == s.size()) break;
+      b = e + 1;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Whether `s` is an optional '-' and one or more decimal digits, nothing else.
+bool is_decimal_integer(const std::string& s) {
+  const size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
+  return s.size() > start && s.find_first_not_of("0123456789", start) == std::string::npos;
+}
+
+[[noreturn]] void not_decimal(const std::string& s, const char* flag, const char* what, const std::string& give) {
+  throw CliError(std::string(flag) + " '" + brief(s) + "': not a " + what +
+                 " (hex, '+' and exponents are not accepted); give " + give);
+}
+
+}  // namespace
+
+int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi, const std::string& give) {
+  if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
+    throw CliError(std::string(flag) + " " + brief(s) + ": give " + give);
+  return v;
+}
+
+uint64_t parse_u64_flag(const std::string& s, const char* flag, const std::string& give) {
+  if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);  // refuses '-'
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw CliError(std::string(flag) + " " + brief(s) + ": give " + give);
+  return v;
+}
+
+double parse_seconds_flag(const std::string& s, const char* flag, const std::string& give) {
+  // digits [. digits] [e [sign] digits]: what strtod reads in decimal, without hex, inf or nan.
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t b = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - b;
+  };
+  size_t n = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    n += digits();
+  }
+  bool ok = n > 0;
+  if (ok && i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    ok = digits() > 0;
+  }
+  if (!ok || i != s.size()) not_decimal(s, flag, "decimal number", give);
+  return std::strtod(s.c_str(), nullptr);
+}
+
+}  // namespace shardaccum

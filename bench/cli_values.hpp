@@ -1,0 +1,32 @@
+#pragma once
+// How shardaccum_bench reads the values of its flags, the same way for every flag: lists split at
+// commas with no empty element, integers in decimal only with a range, seconds in decimal, and
+// untrusted text quoted short in messages. Every error is a CliError naming the flag.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardaccum {
+
+/// `s` itself when at most `max` characters, else its first `max` characters, "..." and its length:
+/// for quoting a user's value or a file's text in a message without repeating all of it.
+std::string brief(std::string_view s, size_t max = 80);
+
+/// Splits every value of a list flag at its commas. Throws CliError naming `flag` for an empty
+/// element anywhere (`,`, `a,,b`, a trailing comma): CLI11 would otherwise drop it silently.
+std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag);
+
+/// Parses all of `s` as a decimal integer (digits, an optional leading '-') in [lo, hi].
+/// Hex, octal prefixes, '+', exponents and spaces are refused, for every integer flag alike.
+/// Throws CliError "FLAG 'S': ..." ending in "; give " + `give` (e.g. "1..4096 micro-batches").
+int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi, const std::string& give);
+
+/// parse_int_flag for a full-range unsigned value, 0..2^64-1 (--seed).
+uint64_t parse_u64_flag(const std::string& s, const char* flag, const std::string& give);
+
+/// Parses all of `s` as a decimal number of seconds ("30", "0.5", "1e3"); hex, inf and nan are
+/// refused. Throws CliError naming `flag`, ending in "; give " + `give`.
+double parse_seconds_flag(const std::string& s, const char* flag, const std::string& give);
+
+}  // namespace shardaccum
