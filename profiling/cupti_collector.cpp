@@ -264,6 +264,13 @@ WindowTotals CuptiCollector::totals(int device, uint64_t t_begin, uint64_t t_end
   return w;
 }
 
+void CuptiCollector::discard(int device, uint64_t t_end) {
+  flush();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(records_,
+                [&](const ActivityRecord& r) { return r.device == device && r.start_ns < t_end; });
+}
+
 std::vector<ActivityRecord> CuptiCollector::markers(uint64_t t_begin, uint64_t t_end) {
   flush();
   std::lock_guard<std::mutex> lock(mu_);

@@ -77,6 +77,10 @@ class CuptiCollector {
   /// the first totals() call.
   void set_kernel_patterns(KernelPatterns p);
 
+  /// Drops device `device`'s records that start before t_end, after a flush: work outside every
+  /// step (the oracle's staging copies) that no window will ever count.
+  void discard(int device, uint64_t t_end);
+
   /// Records held now (memcpy/kernel records not yet consumed, markers, open markers): a level
   /// that must stay flat over a long run.
   size_t held_records();

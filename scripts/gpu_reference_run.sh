@@ -5,6 +5,9 @@
 #   offload  uniform:16x64M SSSS cpu-add/gpu-add against the PCIe bound, CUPTI on and off, a trace
 #   sanitize compute-sanitizer memcheck on a small case
 #   main     the main job, scripts/run.sh --name h200x2-llama2-7b
+#   memory   the 20-step fsdp2 run that once ran out of device memory, and the 60-step flat tests
+#   fit      a 70B-class config at world 1: cases that cannot fit are skipped with their figures
+#   check    the oracle on every measured step against the last only, on 8 cases of the main job
 # e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
 # after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
 # Run from the repository root.
@@ -72,7 +75,31 @@ for part in "$@"; do
     step "main job: scripts/run.sh --name h200x2-llama2-7b"
     timeout 420 bash scripts/run.sh --no-install --name h200x2-llama2-7b 2>&1 | tee "$OUT/main_job.log" | grep -v '^accum/' | tail -30
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main)"; exit 2 ;;
+  memory)
+    step "memory: uniform:8x256M fsdp2 SSSS, 20 steps (ran out of device memory before), then GpuMemoryFlat"
+    SHARDACCUM_MEMORY_LOG=1 timeout 150 $B --model uniform:8x256M --world-size 1 --preset fsdp2 --schedule sync \
+      --steps 20 --benchmark_out="$OUT/memory_fsdp2_20.json" --benchmark_out_format=json >"$OUT/memory_fsdp2_20.log" 2>&1
+    echo "rc=$?"; grep -E '^memory' "$OUT/memory_fsdp2_20.log" | sed -n '2p;$p' | cut -c1-200
+    timeout 560 ctest --test-dir build -R GpuMemoryFlat --output-on-failure >"$OUT/memory_flat.log" 2>&1
+    grep -E "tests passed|Failed|step 2:|step 60:" "$OUT/memory_flat.log" | cut -c1-220
+    ;;
+  fit)
+    step "fit: llama3.1-70b at world 1 beside gpt2, three offloads"
+    timeout 150 $B --model llama3.1-70b,gpt2 --world-size 1 --binding data-free --mode flag \
+      --offload none,gpu-add,cpu-add --schedule sync --steps 1 >"$OUT/fit_70b.log" 2>&1
+    echo "rc=$?"; grep -E "does not fit|done|FAILED" "$OUT/fit_70b.log" | cut -c1-400
+    ;;
+  check)
+    step "check: --check every against --check last, llama2-7b, 8 cases (every offload, sync and no-sync)"
+    C=(--model llama2-7b --binding data-free --mode flag --offload all --schedule sync,no-sync)
+    for mode in every last; do
+      s0=$SECONDS
+      timeout 250 $B "${C[@]}" --check $mode --benchmark_out="$OUT/check_$mode.json" --benchmark_out_format=json \
+        >"$OUT/check_$mode.log" 2>&1
+      echo "--check $mode: rc=$? wall $((SECONDS - s0)) s"
+    done
+    ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check)"; exit 2 ;;
   esac
 done
 step "done"

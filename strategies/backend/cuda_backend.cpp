@@ -124,6 +124,12 @@ CudaRank::CudaRank(CudaWorld& world, int rank, int device)
       pool_(device),
       arena_(world.options().pinned_pool_bytes) {
   pinned_capacity_ = arena_.capacity();
+  // The oracle's scratch at start, not at the first check: a long run's device memory stays level
+  // from its first step (the staging of a pinned shard is at most kCheckStagingBytes).
+  check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);
+  check_result_ = DeviceMemory(sizeof(CheckSums));
+  check_staging_ = DeviceMemory(kCheckStagingBytes);
+  check_prefixes_ = DeviceMemory(kCheckPrefixBytes);
 }
 
 CudaRank::~CudaRank() {
@@ -827,10 +833,6 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   Lock l(mu_);
   live(shard, "check_shard", "shard");
   drain(policy(), who("check_shard"));
-  if (!check_partials_.get()) {
-    check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);
-    check_result_ = DeviceMemory(sizeof(CheckSums));
-  }
   auto* partials = static_cast<CheckSums*>(check_partials_.get());
   auto* result = static_cast<CheckSums*>(check_result_.get());
   cudaStream_t s = aux_.get();
@@ -847,7 +849,7 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   } else {
     // Kernels never read pinned memory: stage it through device scratch (oracle work, not traffic).
     const uint64_t b = dtype_bytes(shard.dtype());
-    const uint64_t chunk = std::min<uint64_t>(shard.numel(), (64ull << 20) / b);
+    const uint64_t chunk = std::min<uint64_t>(shard.numel(), kCheckStagingBytes / b);
     if (check_staging_.bytes() < chunk * b) check_staging_ = DeviceMemory(chunk * b);
     for (uint64_t j = 0; j < shard.numel(); j += chunk) {
       const uint64_t count = std::min(chunk, shard.numel() - j);
@@ -862,6 +864,7 @@ ShardCheck CudaRank::check_shard(const Buffer& shard, const OracleKey& key) {
   cudaEvent_t done = marks_.next();
   SA_CUDA_CHECK(cudaEventRecord(done, s));
   wait_event(done, nullptr, policy(), who("check_shard"));
+  if (auto* c = world_.collector()) c->discard(device_, c->now());  // oracle copies: never a step's
   return ShardCheck{sums.err_norm2, sums.ref_norm2, sums.nonfinite, sums.bad_padding};
 }
 

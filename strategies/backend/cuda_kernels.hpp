@@ -36,6 +36,10 @@ struct CheckSums {
   unsigned long long bad_padding;
 };
 inline constexpr int kCheckBlocks = 1024;  // partials[] holds this many CheckSums
+/// Device scratch through which the oracle reads a pinned shard, a chunk at a time (kernels never
+/// read pinned memory), and the initial room for the generator prefixes (K*N of 8 bytes).
+inline constexpr uint64_t kCheckStagingBytes = 64ull << 20;
+inline constexpr uint64_t kCheckPrefixBytes = 64ull << 10;
 
 /// Compares elements [j0, j0 + n) of a shard, held at `shard` (device memory), with
 /// expected_value(key, prefixes, j) in fp64 and adds the sums into *result. `prefixes` (device
