@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/install_deps.sh [--for run|test] [--check]
+usage: scripts/install_deps.sh [--for run|test|sanitize] [--check]
 
 Installs what is missing, and only that; prints nothing when nothing is missing.
 
@@ -27,6 +27,8 @@ Installs what is missing, and only that; prints nothing when nothing is missing.
 options:
   --for run    only what scripts/run.sh needs (the report tool, not pytest)
   --for test   everything, pytest included (default)
+  --for sanitize  the C++ build and what CI's sanitizer stages need (.ci/run): clang, its sanitizer
+               runtimes (libclang-rt-N-dev) and LLVM's OpenMP with Archer (libomp-dev); no Python
   --check      install nothing; list what is missing and exit 1 if anything is
   -h, --help   this text
 
@@ -42,8 +44,8 @@ purpose="test"
 check_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --for) [[ $# -ge 2 && ( "$2" == run || "$2" == test ) ]] || sa_die "--for takes run or test"; purpose=$2; shift 2 ;;
-    --for=run|--for=test) purpose=${1#--for=}; shift ;;
+    --for) [[ $# -ge 2 && ( "$2" == run || "$2" == test || "$2" == sanitize ) ]] || sa_die "--for takes run, test or sanitize"; purpose=$2; shift 2 ;;
+    --for=run|--for=test|--for=sanitize) purpose=${1#--for=}; shift ;;
     --check) check_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) SA_DIE_CODE=2 sa_die "unknown argument '$1' (see --help)" ;;
@@ -103,9 +105,27 @@ dpkg_has nlohmann-json3-dev || lib_present nlohmann/json.hpp nlohmann_json || ne
 [[ "$purpose" != test ]] || dpkg_has libbenchmark-tools || [[ -f /usr/share/benchmark/compare.py ]] ||
   need libbenchmark-tools
 
+# --- Sanitizers (CI) --------------------------------------------------------------------------------
+# TSan needs clang: gcc's libgomp is not TSan-aware (false positives), LLVM's libomp with its Archer
+# tool is. libclang-rt-N-dev (the sanitizer runtimes) is only a Recommends of clang-N: name it.
+if [[ "$purpose" == sanitize ]]; then
+  if have_cmd clang++; then
+    clang_major=$(clang++ -dumpversion 2>/dev/null | cut -d. -f1)
+    resource_dir=$(clang++ -print-resource-dir 2>/dev/null || true)
+    # clang <= 14: lib/linux/libclang_rt.tsan-x86_64.a; newer: lib/<triple>/libclang_rt.tsan.a
+    compgen -G "$resource_dir/lib/*/libclang_rt.tsan*.a" >/dev/null || need "libclang-rt-$clang_major-dev"
+    # libomp and libarcher live in LLVM's lib folder, two levels above the resource dir.
+    [[ -f "$resource_dir/../../libomp.so" && -f "$resource_dir/../../libarcher.so" ]] || need "libomp-$clang_major-dev"
+  else
+    need clang; need libclang-rt-dev; need libomp-dev   # Debian's default LLVM (14 on Debian 12)
+  fi
+fi
+
 # --- Python -----------------------------------------------------------------------------------------
 need_venv=0
-if ! sa_python "$purpose" --strict >/dev/null; then
+if [[ "$purpose" == sanitize ]]; then
+  :   # the sanitizer builds need no Python
+elif ! sa_python "$purpose" --strict >/dev/null; then
   need_venv=1
   if ! have_cmd python3; then
     need python3; need python3-venv
