@@ -5,6 +5,7 @@
 
 #include "bench/backend_select.hpp"
 #include "bench/case_matrix.hpp"
+#include "bench/case_runner.hpp"
 
 namespace shardaccum {
 
@@ -12,6 +13,7 @@ struct SuiteSettings {
   int warmup = 1;
   int steps = 3;
   BackendPool* pool = nullptr;
+  CheckMode check = CheckMode::every;  // --check
 };
 
 /// Registers every case; the cases run when benchmark::RunSpecifiedBenchmarks is called. Progress

@@ -122,7 +122,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--dtype", o.dtypes, "Dtype triples grad-reduce-accum")->delimiter(',')->capture_default_str();
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
   app.add_option("--warmup", o.warmup, "Unmeasured steps before the measured ones")->capture_default_str();
-  app.add_option("--steps", o.steps, "Measured steps per case; the last is checked by the oracle")->capture_default_str();
+  app.add_option("--steps", o.steps, "Measured steps per case")->capture_default_str();
+  app.add_option("--check", o.check, "Measured steps the oracle checks (outside the timed window): every or last")
+      ->capture_default_str();
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the gradient generator")->capture_default_str();
   app.add_option("--threads", o.threads, "Host threads per rank for CPU adds (0: cores / world size)")->capture_default_str();
@@ -165,6 +167,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.warmup < 0 || o.warmup > 1000) throw CliError("--warmup " + std::to_string(o.warmup) + ": give 0..1000");
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
     throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
+  if (o.check != "every" && o.check != "last")
+    throw CliError("--check '" + o.check + "': expected every (each measured step) or last (the last one)");
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
