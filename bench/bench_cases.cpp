@@ -82,22 +82,19 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
     Totals t;
     std::vector<Totals> ranks(spec.world_size);  // every rank's own figures (gathered across processes)
-    std::vector<OracleResult> oracle;
+    const double bound = error_bound(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
+    CaseVerdict verdict;
     for (auto _ : st) {
-      const bool last = t.steps + 1 == s.steps;  // the oracle checks a step after the first
-      StepReport rep = runner.step(step++, last);
+      // The check runs after the step's end_step (StepDriver::run_step): outside its timed window.
+      const bool check = checks_step(s.check, t.steps, s.steps);
+      StepReport rep = runner.step(step++, check);
       st.SetIterationTime(rep.max.step_ms * 1e-3);
       t.add(rep.max);
       for (size_t r = 0; r < ranks.size() && r < rep.per_rank.size(); ++r) ranks[r].add(rep.per_rank[r]);
-      if (last) oracle = rep.oracle;
+      if (check) verdict.add(rep.oracle, bound);
     }
-    double max_err = 0;
-    bool correct = !oracle.empty();
-    const double bound = error_bound(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
-    for (const OracleResult& o : oracle) {
-      max_err = std::max(max_err, std::isfinite(o.rel_err()) ? o.rel_err() : INFINITY);
-      correct = correct && is_correct(o, bound);
-    }
+    const double max_err = verdict.max_rel_err;
+    const bool correct = verdict.correct();
     auto& c = st.counters;
     const auto phase = [&](Phase p) { return t.per_step(t.sum.phase_ms[static_cast<int>(p)]); };
     c["step_ms"] = t.per_step(t.sum.step_ms);

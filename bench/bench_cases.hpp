@@ -8,6 +8,7 @@
 #include "bench/backend_select.hpp"
 #include "bench/case_matrix.hpp"
 #include "bench/memory_fit.hpp"
+#include "bench/case_runner.hpp"
 
 namespace shardaccum {
 
@@ -19,6 +20,7 @@ struct SuiteSettings {
   std::map<std::string, std::string> skip;
   /// The host side of the budget; each case's device side is read once its world has started.
   MemoryBudget budget;
+  CheckMode check = CheckMode::every;  // --check
 };
 
 /// Registers every case; the cases run when benchmark::RunSpecifiedBenchmarks is called. Progress

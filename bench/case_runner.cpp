@@ -1,14 +1,38 @@
 #include "bench/case_runner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <cstring>
 #include <type_traits>
 
 #include "profiling/trace.hpp"
 
 namespace shardaccum {
+
+CheckMode parse_check_mode(const std::string& s) {
+  if (s == "every") return CheckMode::every;
+  if (s == "last") return CheckMode::last;
+  throw std::invalid_argument("--check '" + s + "': expected every (check each measured step) or last");
+}
+
+const char* check_mode_name(CheckMode m) { return m == CheckMode::every ? "every" : "last"; }
+
+bool checks_step(CheckMode mode, int index, int steps) {
+  return mode == CheckMode::every || index + 1 == steps;
+}
+
+void CaseVerdict::add(const std::vector<OracleResult>& per_rank, double bound) {
+  if (per_rank.empty()) return;
+  ++checked_steps;
+  for (const OracleResult& o : per_rank) {
+    const double e = o.rel_err();
+    max_rel_err = std::max(max_rel_err, std::isfinite(e) ? e : INFINITY);
+    all_correct = all_correct && is_correct(o, bound);
+  }
+}
 
 CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
     : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one case on a backend, one step at a time, every rank at once.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strategies/model.hpp"
@@ -13,6 +14,28 @@ struct StepReport {
   StepMetrics max;
   std::vector<StepMetrics> per_rank;
   std::vector<OracleResult> oracle;  // per rank; filled only for a checked step
+};
+
+/// --check: which measured steps the oracle checks. `every` (default) catches a strategy wrong on
+/// one step only; `last` checks only the last measured step (cheaper for long runs).
+enum class CheckMode { every, last };
+
+/// Parses "every" / "last"; throws std::invalid_argument naming --check otherwise.
+CheckMode parse_check_mode(const std::string& s);
+const char* check_mode_name(CheckMode m);
+
+/// Whether measured step `index` (0-based, of `steps`) is checked under `mode`.
+bool checks_step(CheckMode mode, int index, int steps);
+
+/// A case's verdict over its checked steps: correct only when at least one step was checked and
+/// every rank of every checked step is correct (is_correct); max_rel_err is the max over them
+/// (infinity for a NaN or Inf error).
+struct CaseVerdict {
+  int checked_steps = 0;
+  bool all_correct = true;
+  double max_rel_err = 0;
+  void add(const std::vector<OracleResult>& per_rank, double bound);
+  bool correct() const { return checked_steps > 0 && all_correct; }
 };
 
 class CaseRunner {

@@ -147,8 +147,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
   app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
       ->capture_default_str()->type_name("INT");
-  app.add_option("--steps", steps_s, "Measured steps per case; the last is checked by the oracle")
+  app.add_option("--steps", steps_s, "Measured steps per case")
       ->capture_default_str()->type_name("INT");
+  app.add_option("--check", o.check, "Measured steps the oracle checks (outside the timed window): every or last")
+      ->capture_default_str();
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
   app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
       ->capture_default_str()->type_name("UINT");
@@ -204,6 +206,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.timeout_s = parse_seconds_flag(timeout_str, "--timeout", "1..86400 seconds");
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
     throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
+  if (o.check != "every" && o.check != "last")
+    throw CliError("--check '" + o.check + "': expected every (each measured step) or last (the last one)");
   if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");

@@ -18,6 +18,7 @@ struct BenchOptions {
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto
   int warmup = 1, steps = 3;
+  std::string check = "every";  // --check every|last: the measured steps the oracle checks
   std::string gen = "dyadic";
   uint64_t seed = 0x5a5a;
   int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size

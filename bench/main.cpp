@@ -68,7 +68,7 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
   std::ifstream exe("/proc/self/exe", std::ios::binary);
   std::vector<char> buf(1 << 20);
   while (exe.read(buf.data(), buf.size()) || exe.gcount() > 0) mix(buf.data(), static_cast<size_t>(exe.gcount()));
-  std::string settings = "warmup=" + std::to_string(o.warmup) + " steps=" + std::to_string(o.steps) +
+  std::string settings = "warmup=" + std::to_string(o.warmup) + " steps=" + std::to_string(o.steps) + " check=" + o.check +
                          " reps=" + reps + " seed=" + std::to_string(o.seed) + " gen=" + o.gen +
                          " cupti=" + o.cupti + " ceilings=" + o.ceilings + " trace_steps=" +
                          std::to_string(o.trace_steps) + "\n";
@@ -104,7 +104,7 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
                      ", K=" + std::to_string(k) + ", world size " + std::to_string(c.world_size) +
                      ": the oracle's error bound (" + std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
                      ") is too loose to tell a lost micro-batch (error about " + std::to_string(std::sqrt(1.0 / k)) +
-                     ") from rounding; use --dtype fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
+                     ", or 1/K on a unit of a few elements) from rounding; use --dtype fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
   }
 }
 
@@ -280,6 +280,7 @@ int main(int argc, char** argv) {
   if (processes) benchmark::AddCustomContext("rendezvous", to_string(rendezvous));
   benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
   benchmark::AddCustomContext("measured_steps", std::to_string(opts.steps));
+  benchmark::AddCustomContext("check", opts.check);  // which measured steps the oracle checked
   // The distinct values of the axes the report names in its header, in first-seen order.
   std::vector<std::string> models, worlds, ks;
   const auto note = [](std::vector<std::string>& v, const std::string& x) {
@@ -326,7 +327,7 @@ int main(int argc, char** argv) {
       }
       // Keys the suite already set (time_domain, world_size, ...) keep the suite's value.
       static const std::set<std::string> suite_keys = {"backend", "backend_choice", "time_domain", "git_commit",
-                                                       "command", "k", "warmup_steps", "measured_steps",
+                                                       "command", "k", "warmup_steps", "measured_steps", "check",
                                                        "model", "world_size", "machine"};
       for (const auto& [k, v] : ctx.items())
         benchmark::AddCustomContext(suite_keys.count(k) ? "backend_" + k : k,
@@ -366,6 +367,7 @@ int main(int argc, char** argv) {
   settings.warmup = opts.warmup;
   settings.steps = opts.steps;
   settings.pool = &pool;
+  settings.check = parse_check_mode(opts.check);
   settings.skip = std::move(skips);
   settings.budget = budget;
   register_cases(cases, settings);

@@ -29,6 +29,9 @@ struct CasePlan {
 struct OracleResult {
   double err_norm2 = 0, ref_norm2 = 0;
   uint64_t nonfinite = 0, bad_padding = 0;
+  /// The largest relative error of one unit's shard: a loss in one unit of many is not diluted
+  /// by the others' norms (each unit must be within the bound on its own).
+  double max_unit_rel_err = 0;
   /// Norm-wise relative error ||out - ref|| / ||ref|| (or ||out|| when ref is 0).
   double rel_err() const;
   void merge(const ShardCheck& c);
@@ -49,11 +52,14 @@ bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
 /// gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2 of headroom.
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size);
 
-/// The smallest error a real loss makes: one lost micro-batch of K gives about sqrt(1/K). A case
-/// whose bound is not well below it (bound >= 0.5 * sqrt(1/K)) cannot be judged by the oracle.
+/// Whether the oracle can tell a lost micro-batch from rounding. With random data one lost of K
+/// gives about sqrt(1/K); at a witness element (gradient_gen.hpp) of a tiny unit exactly 1/K in
+/// dyadic mode. So a case resolves when bound < 0.5 * sqrt(1/K), and with exact sums also
+/// bound < 0.25 / K (fp32 accumulation always; a bf16 accumulator, bound 2^-7, for K < 32).
 bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size);
 
-/// `correct`: the error within the bound, nothing NaN or Inf, padding exactly zero.
+/// `correct`: the error within the bound (the whole and every unit), nothing NaN or Inf, padding
+/// exactly zero.
 bool is_correct(const OracleResult& r, double bound);
 
 /// Runs steps of one case on one rank. Not thread-safe: one per rank thread.

@@ -84,9 +84,9 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
-  const uint64_t prefix = grad_prefix(key);
+  const GenParams params = gen_params(key);
   auto g_at = [&](uint64_t i) {
-    return i >= key.numel ? 0.0f : grad_value_at(prefix, key.mode, i, key.dyadic_max);
+    return i >= key.numel ? 0.0f : grad_value_at(params, i);
   };
   uint64_t done = 0;
   if constexpr (Vec) {

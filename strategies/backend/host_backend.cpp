@@ -167,13 +167,11 @@ class HostRank final : public RankBackend {
     void* g = grad.data();
     const DType t = grad.dtype();
     const int64_t n = static_cast<int64_t>(grad.numel());
-    const uint64_t prefix = grad_prefix(key);
+    const GenParams params = gen_params(key);
     const uint64_t valid = key.numel;
-    const GenMode mode = key.mode;
-    const uint8_t dyadic_max = key.dyadic_max;
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(prefix, mode, i, dyadic_max) : 0.0f;
+      const float v = static_cast<uint64_t>(i) < valid ? grad_value_at(params, i) : 0.0f;
       detail::store(g, t, i, accumulate ? detail::load(g, t, i) + v : v);
     }
     done(Phase::backward, t0, trace::track::of(s), "generate", grad.bytes());
