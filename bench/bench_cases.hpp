@@ -1,6 +1,6 @@
 #pragma once
 // Registers the case matrix as Google Benchmark cases (manual time, one iteration per measured
-// step) and writes their counters: measured per step beside the model's prediction (DESIGN.md §7).
+// step) and writes their counters: measured per step beside the model's prediction (docs/DESIGN.md §7).
 #include <map>
 #include <string>
 #include <vector>

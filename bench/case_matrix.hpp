@@ -31,7 +31,7 @@ struct CaseSpec {
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0;
 
-  /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (DESIGN.md §7).
+  /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7).
   std::string name() const;
   CasePlan plan() const;
 };

@@ -21,7 +21,7 @@ Every case runs one warm-up and --steps measured optimizer steps of K micro-batc
 checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
 beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all`.
 
-Axes (DESIGN.md section 3):
+Axes (docs/DESIGN.md §3):
   schedule  n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
             strings ending in S (nnnS, nSnS) or canonical names for --k: no-sync (n^(K-1)S),
             sync (S^K), interleaved-nosync-last (K=4: nSnS), interleaved-sync-last (K=4: SnSS).

@@ -1,6 +1,6 @@
 #pragma once
 // Reads the environment of a multi-process launcher (torchrun, Slurm, OpenMPI) so that one process
-// per GPU can join one world (DESIGN.md section 4). Only NCCL's unique id is exchanged between the
+// per GPU can join one world (docs/DESIGN.md §4). Only NCCL's unique id is exchanged between the
 // processes (bench/rendezvous.hpp); everything else comes from the launcher's variables.
 #include <functional>
 #include <optional>

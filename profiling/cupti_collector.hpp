@@ -1,5 +1,5 @@
 #pragma once
-// The in-process CUPTI activity collector (DESIGN.md §6): the one CUPTI subscriber of the process.
+// The in-process CUPTI activity collector (docs/DESIGN.md §6): the one CUPTI subscriber of the process.
 // It enables MEMCPY and CONCURRENT_KERNEL activity (and MARKER when NVTX is injected into CUPTI),
 // keeps the records in memory, and answers per-device window totals for the cuda backend:
 //

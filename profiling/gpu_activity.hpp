@@ -1,6 +1,6 @@
 #pragma once
 // GPU activity records as the CUPTI collector keeps them, and what the suite makes of them:
-// per-step window totals (DESIGN.md §6: traffic by copy direction, NCCL, accumulate and generator
+// per-step window totals (docs/DESIGN.md §6: traffic by copy direction, NCCL, accumulate and generator
 // kernel time) and trace events. No CUPTI here, so the logic is tested on the host; the
 // collector itself is profiling/cupti_collector.hpp.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// NVTX ranges in domain `shardaccum` (DESIGN.md §6): step > micro-batch > unit > phase.
+// NVTX ranges in domain `shardaccum` (docs/DESIGN.md §6): step > micro-batch > unit > phase.
 // Without an attached tool (nsys, CUPTI) every range costs a branch; without the NVTX3 headers
 // at build time they compile to nothing.
 //

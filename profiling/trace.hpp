@@ -1,5 +1,5 @@
 #pragma once
-// The built-in trace collector (DESIGN.md §7): complete events per rank and track, written as
+// The built-in trace collector (docs/DESIGN.md §7): complete events per rank and track, written as
 // Perfetto / Chrome trace JSON ("traceEvents" with "ph":"X" events and "M" metadata naming each
 // process "rank N" and each track). Sources: NVTX phase ranges (profiling/nvtx.hpp, track
 // "phases"), the host backend's ops (tracks of their streams, "host"), and on the cuda backend
@@ -32,7 +32,7 @@ inline constexpr const char* kHost = "host";      // work done by the CPU (CPU a
 inline constexpr const char* kCompute = "compute stream";
 inline constexpr const char* kComm = "comm stream";
 inline constexpr const char* kCopy = "copy stream";
-/// The track of a rank's stream (DESIGN.md §2).
+/// The track of a rank's stream (docs/DESIGN.md §2).
 const char* of(Stream s);
 }  // namespace track
 

@@ -44,7 +44,7 @@ options:
                    default profile-YYYYmmdd-HHMMSS); an older report of that name is replaced
   --no-build       use the existing binary (default: build shardaccum_bench in build/ first)
   --bench PATH     the shardaccum_bench to profile (default build/bench/shardaccum_bench)
-  --nsys-deps DIR  libdw/libelf for nsys' importer, made by shared/device/nsys-deps.sh DIR
+  --nsys-deps DIR  libdw/libelf for nsys' importer, made by scripts/nsys-deps.sh DIR
                    (also: NSYS_DEPS=DIR): DIR/usr/lib/x86_64-linux-gnu joins LD_LIBRARY_PATH
   -h, --help       this text
   -- FLAGS...      passed to shardaccum_bench (--model, --world-size, --dtype, ...); --warmup,
@@ -114,7 +114,7 @@ nsys_bin=$(find_nsys) || sa_die "Nsight Systems (nsys) not found: not in \$NSYS,
   "use shardaccum_bench --trace FILE.json for the built-in trace instead.)"
 if [[ -n "$deps" ]]; then
   [[ -d "$deps/usr/lib/x86_64-linux-gnu" ]] \
-    || sa_die "--nsys-deps / NSYS_DEPS '$deps' has no usr/lib/x86_64-linux-gnu (make it with shared/device/nsys-deps.sh DIR)"
+    || sa_die "--nsys-deps / NSYS_DEPS '$deps' has no usr/lib/x86_64-linux-gnu (make it with scripts/nsys-deps.sh DIR)"
   export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 sa_say "nsys: $nsys_bin ($("$nsys_bin" --version 2>/dev/null | head -n 1 || echo 'version unknown'))"
@@ -157,7 +157,7 @@ set -e
 if [[ ! -s "$base.nsys-rep" ]]; then
   if [[ -e "$base.qdstrm" ]]; then
     sa_die "nsys wrote $base.qdstrm but no .nsys-rep: its importer failed (on the GPU machines it needs libdw:" \
-           "run shared/device/nsys-deps.sh DIR on the development machine, carry DIR, pass --nsys-deps DIR)"
+           "run scripts/nsys-deps.sh DIR on the development machine, carry DIR, pass --nsys-deps DIR)"
   fi
   sa_die "nsys wrote no $base.nsys-rep"
 fi

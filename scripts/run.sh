@@ -244,7 +244,7 @@ print(f"run.sh: {len(cases)} cases on backend {doc.get('context', {}).get('backe
       f"{ok} correct, {wrong} WRONG, {err} failed with an error")
 if wrong:
     print("run.sh: WRONG is the oracle catching a known-incorrect strategy (offload `copy`, or mode `shape` with "
-          "an offload, on a schedule with more than one S), as DESIGN.md section 3 predicts")
+          "an offload, on a schedule with more than one S), as docs/DESIGN.md §3 predicts")
 PYEOF
 
 # 4. The report, beside run.json (report.py keeps the files of its folder that are not its own),

@@ -1,5 +1,5 @@
 #pragma once
-// Element types of the gradient pipeline and the dtype triple grad-reduce-accum (DESIGN.md §1).
+// Element types of the gradient pipeline and the dtype triple grad-reduce-accum (docs/DESIGN.md §1).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

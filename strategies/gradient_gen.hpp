@@ -1,5 +1,5 @@
 #pragma once
-// The oracle's gradient generator (DESIGN.md §5): a counter-based hash, one __host__ __device__
+// The oracle's gradient generator (docs/DESIGN.md §5): a counter-based hash, one __host__ __device__
 // function shared by the backward of every backend and by the exact reference.
 //
 // Why the values look as they do (issue 11, item 14). A loss must never look like a correct sum:

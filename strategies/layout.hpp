@@ -19,7 +19,7 @@ struct Layout {
 };
 
 /// numel_padded = roundup(numel, N*8): every shard starts 16-byte aligned for 2-byte dtypes
-/// (DESIGN.md §1). Padding elements are zero and stay zero.
+/// (docs/DESIGN.md §1). Padding elements are zero and stay zero.
 constexpr uint64_t padded_numel(uint64_t numel, int world_size) {
   const uint64_t q = static_cast<uint64_t>(world_size) * 8;
   return (numel + q - 1) / q * q;

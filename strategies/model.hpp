@@ -1,5 +1,5 @@
 #pragma once
-// The analytical model (DESIGN.md §3 "Predicted bytes"): what one rank moves and holds in one
+// The analytical model (docs/DESIGN.md §3 "Predicted bytes"): what one rank moves and holds in one
 // step, derived from the layout, schedule, dtypes and the strategy's own axis values — never from
 // the backend's accounting, which it is compared against.
 #include <cstdint>

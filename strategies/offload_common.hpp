@@ -4,7 +4,7 @@
 
 namespace shardaccum::detail {
 
-/// `out` converted to the accum dtype on the device (copies move b_a bytes, DESIGN.md §3), or an
+/// `out` converted to the accum dtype on the device (copies move b_a bytes, docs/DESIGN.md §3), or an
 /// empty buffer when out already has it. The caller keeps both alive until its copies are done.
 Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
 

@@ -11,11 +11,11 @@ enum class MicroBatchMode : char { no_sync = 'n', sync = 'S' };
 struct Schedule {
   std::string modes;  // e.g. "nSnS"; validated: non-empty, only n/S, ends in S
   int k() const { return static_cast<int>(modes.size()); }
-  int sync_count() const;  // s in DESIGN.md §3
+  int sync_count() const;  // s in docs/DESIGN.md §3
   MicroBatchMode at(int mb) const { return static_cast<MicroBatchMode>(modes[mb]); }
 };
 
-/// The canonical schedules of DESIGN.md §1, in report order.
+/// The canonical schedules of docs/DESIGN.md §1, in report order.
 inline constexpr const char* kCanonicalSchedules[] = {"no-sync", "sync", "interleaved-nosync-last",
                                                       "interleaved-sync-last"};
 

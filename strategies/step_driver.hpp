@@ -1,5 +1,5 @@
 #pragma once
-// One optimizer step on one rank (DESIGN.md §2): for each micro-batch, backward over the units
+// One optimizer step on one rank (docs/DESIGN.md §2): for each micro-batch, backward over the units
 // last to first; at a sync micro-batch reduce-scatter, free the unsharded gradient, and let the
 // strategy accumulate; then finalize every unit, check it against the oracle, release it.
 #include <cstdint>
@@ -25,7 +25,7 @@ struct CasePlan {
   std::string name;  // the benchmark case name, put on the step's NVTX range
 };
 
-/// The oracle's verdict over a rank's shards of every unit (DESIGN.md §5).
+/// The oracle's verdict over a rank's shards of every unit (docs/DESIGN.md §5).
 struct OracleResult {
   double err_norm2 = 0, ref_norm2 = 0;
   uint64_t nonfinite = 0, bad_padding = 0;
@@ -46,7 +46,7 @@ uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size);
 /// Whether every sum of the case is exact (dyadic values within dyadic_range's limit).
 bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
 
-/// Error bound for the relative error, from the number of roundings (DESIGN.md §5). Exact sums
+/// Error bound for the relative error, from the number of roundings (docs/DESIGN.md §5). Exact sums
 /// leave one rounding: the division by N in the accum dtype. Otherwise each of the K*N-1
 /// additions in the reduce dtype and the K-1 additions in the accum dtype may round (Higham's
 /// gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2 of headroom.

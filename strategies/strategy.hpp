@@ -1,5 +1,5 @@
 #pragma once
-// The strategy interface (DESIGN.md §3): three axes, each a small state machine or policy in a
+// The strategy interface (docs/DESIGN.md §3): three axes, each a small state machine or policy in a
 // file of its own, composed behind one AccumulationStrategy. The step driver calls the hooks.
 #include <memory>
 #include <string>
@@ -46,7 +46,7 @@ class Binding {
 };
 
 /// Bytes one sync micro-batch moves over PCIe for one unit, and the transient buffers it needs
-/// beyond `out` (for the analytical model; DESIGN.md §3 "Predicted bytes").
+/// beyond `out` (for the analytical model; docs/DESIGN.md §3 "Predicted bytes").
 struct SyncCost {
   uint64_t h2d = 0, d2h = 0;
   uint64_t device_transient = 0, pinned_transient = 0;  // bytes alive at once during the add
@@ -80,7 +80,7 @@ inline constexpr const char* kBindings[] = {"data", "data-free"};
 inline constexpr const char* kOffloads[] = {"none", "gpu-add", "cpu-add", "copy"};
 inline constexpr const char* kModes[] = {"flag", "shape"};
 
-/// The presets that name real systems (DESIGN.md §3). Throws std::invalid_argument for others.
+/// The presets that name real systems (docs/DESIGN.md §3). Throws std::invalid_argument for others.
 StrategySpec preset(std::string_view name);
 inline constexpr const char* kPresets[] = {"fairscale", "fsdp1", "fsdp2", "zero3"};
 

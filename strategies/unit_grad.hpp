@@ -1,5 +1,5 @@
 #pragma once
-// One unit's gradient state on one rank, named as the step walks through it (DESIGN.md §2-3):
+// One unit's gradient state on one rank, named as the step walks through it (docs/DESIGN.md §2-3):
 //   grad  — the unsharded gradient (device, numel_padded, grad dtype): alive from a backward until
 //           the unit's next reduce-scatter; kept alive across `n` micro-batches (no_sync).
 //   saved — the saved shard (accum dtype): device without offload, pinned host with it; carried

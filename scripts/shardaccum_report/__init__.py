@@ -1,4 +1,4 @@
-"""Report and compare tools for shardaccum's Google Benchmark JSON (DESIGN.md §6, §7).
+"""Report and compare tools for shardaccum's Google Benchmark JSON (docs/DESIGN.md §6, §7).
 
 Modules, one concept each:
   errors    InputError: a problem with a user's input file, reported with exit status 2

@@ -1,4 +1,4 @@
-"""A case's identity: the key:value parts of a benchmark name (DESIGN.md §7), strategies and schedules.
+"""A case's identity: the key:value parts of a benchmark name (docs/DESIGN.md §7), strategies and schedules.
 
 A name looks like
 ``accum/model:llama2-7b/world:2/schedule:nSnS/binding:data/offload:cpu-add/mode:flag/dtype:fp32-fp32-fp32``;
@@ -31,7 +31,7 @@ def _order(value: str, known: tuple[str, ...]) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class Strategy:
-    """The binding/offload/mode triple of DESIGN.md §3."""
+    """The binding/offload/mode triple of docs/DESIGN.md §3."""
 
     binding: str
     offload: str
@@ -102,7 +102,7 @@ def schedule_family(schedule: str) -> str:
 
 
 def schedule_sort_key(schedule: str) -> tuple:
-    """Report order: K, then the canonical order of DESIGN.md §1, then other schedules by name."""
+    """Report order: K, then the canonical order of docs/DESIGN.md §1, then other schedules by name."""
     return (len(schedule), _order(schedule_family(schedule), CANONICAL_SCHEDULES), schedule)
 
 
@@ -158,7 +158,7 @@ class CaseKey:
 
     @property
     def sync_count(self) -> int:
-        """s of DESIGN.md §3: the number of S micro-batches."""
+        """s of docs/DESIGN.md §3: the number of S micro-batches."""
         return self.schedule.count("S")
 
     @property

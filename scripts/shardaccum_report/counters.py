@@ -1,4 +1,4 @@
-"""The counter vocabulary of shardaccum_bench (DESIGN.md §7): names, units and what they pair with.
+"""The counter vocabulary of shardaccum_bench (docs/DESIGN.md §7): names, units and what they pair with.
 
 Every counter is per optimizer step and per rank; times are the max over ranks. Times are in
 milliseconds (ms), byte counters in bytes, bandwidths in GB/s (1e9 bytes per second), fractions of a

@@ -337,7 +337,7 @@ def _notes(run: Run, name: str, traces: TraceSet) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
-           "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of DESIGN.md §3.",
+           "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of docs/DESIGN.md §3.",
            "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
            "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused]

@@ -1,5 +1,5 @@
 #pragma once
-// The small backend the strategies are written against (DESIGN.md §4): memory spaces, counted
+// The small backend the strategies are written against (docs/DESIGN.md §4): memory spaces, counted
 // copies, adds, the reduce-scatter, streams and events. Strategies never call CUDA or NCCL.
 //
 // Two implementations: `host` (ranks are threads, arenas per memory space, the reference
@@ -27,7 +27,7 @@ inline const char* space_name(MemSpace s) { return s == MemSpace::device ? "devi
 /// Direction of a counted copy, from the spaces of source and destination.
 enum class CopyDir : uint8_t { h2d, d2h, d2d };
 
-/// The three streams of a rank (DESIGN.md §2). The host backend executes everything in order.
+/// The three streams of a rank (docs/DESIGN.md §2). The host backend executes everything in order.
 enum class Stream : uint8_t { compute, comm, copy };
 
 /// The phases that time is attributed to (NVTX names and JSON counter prefixes).
@@ -111,7 +111,7 @@ struct StepMetrics {
   uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
 };
 
-/// Summary of the oracle comparison of one shard (DESIGN.md §5).
+/// Summary of the oracle comparison of one shard (docs/DESIGN.md §5).
 struct ShardCheck {
   double err_norm2 = 0;   // sum over the shard of (out - ref)^2
   double ref_norm2 = 0;   // sum of ref^2

@@ -1,5 +1,5 @@
 #pragma once
-// The cuda backend (DESIGN.md §4): one thread and one GPU per rank in this process, one NCCL
+// The cuda backend (docs/DESIGN.md §4): one thread and one GPU per rank in this process, one NCCL
 // communicator per rank (as nccl-tests `-t`), a compute, a communication and a copy stream per
 // rank, device memory from a CUDA memory pool, pinned host memory from an arena pinned once.
 //
@@ -24,7 +24,7 @@ struct CudaBackendOptions {
   /// Host tasks (the CPU adds, pinned finalize) that may be pending behind a rank's thread, run
   /// in order by one worker thread per rank; 0 runs each at once on the rank's thread.
   int host_task_depth = 2;
-  /// Measure the ceilings (DESIGN.md §6) at construction; measure_cuda_ceilings() does it later.
+  /// Measure the ceilings (docs/DESIGN.md §6) at construction; measure_cuda_ceilings() does it later.
   bool measure_ceilings = true;
   uint64_t ceiling_copy_bytes = 256ull << 20;          // per rank and direction
   uint64_t ceiling_device_copy_bytes = 512ull << 20;   // per rank

@@ -1,4 +1,4 @@
-// Ceilings (DESIGN.md §6), measured the way the strategies use the hardware: every rank at once
+// Ceilings (docs/DESIGN.md §6), measured the way the strategies use the hardware: every rank at once
 // (a barrier starts each measurement together), on the rank's own streams, both copy directions
 // at once for `bidir`. Per rank figures in GB/s (1e9 B/s), averaged over the ranks.
 #include <chrono>

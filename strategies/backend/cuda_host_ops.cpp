@@ -1,4 +1,4 @@
-// The CPU add and scale on pinned memory (DESIGN.md §3 `cpu-add`, FSDP2's offloaded foreach
+// The CPU add and scale on pinned memory (docs/DESIGN.md §3 `cpu-add`, FSDP2's offloaded foreach
 // add): one `omp parallel for simd` per dtype pair, so each loop is a plain vectorizable stream.
 #include <omp.h>
 

@@ -28,7 +28,7 @@ void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s);
 /// place a kernel touches pinned memory, and never gradient data.
 void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s);
 
-/// The oracle's partial sums (DESIGN.md §5), summed in a fixed order: deterministic.
+/// The oracle's partial sums (docs/DESIGN.md §5), summed in a fixed order: deterministic.
 struct CheckSums {
   double err_norm2;
   double ref_norm2;

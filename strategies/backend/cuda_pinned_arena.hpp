@@ -1,5 +1,5 @@
 #pragma once
-// Pinned host memory pinned once (DESIGN.md §4): cudaHostAlloc'd chunks handed out by a first-fit
+// Pinned host memory pinned once (docs/DESIGN.md §4): cudaHostAlloc'd chunks handed out by a first-fit
 // allocator, so allocating and freeing in a step costs no pinning. A request that fits nowhere
 // pins one more chunk (counted: a growth inside a measured step distorts its time).
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against DESIGN.md §3,
+// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against docs/DESIGN.md §3,
 // CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately added extra copy seen as
 // a mismatch, and peak device memory within 5% of the model plus a stated fixed overhead.
 #include <gtest/gtest.h>

@@ -116,7 +116,7 @@ TEST(Layouts, Mistral7b) {
 }
 
 TEST(Layouts, DesignExampleBytes) {
-  // DESIGN.md §3: llama2-7b, N=2, fp32, sync (K=4, s=4), gpu-add moves D2H s*(P_u/N)*4 and
+  // docs/DESIGN.md §3: llama2-7b, N=2, fp32, sync (K=4, s=4), gpu-add moves D2H s*(P_u/N)*4 and
   // H2D (s-1)*(P_u/N)*4 bytes per rank, summed over units.
   const Layout l = load_layout("llama2-7b", kDirs);
   uint64_t shard_elems = 0;

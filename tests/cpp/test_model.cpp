@@ -1,4 +1,4 @@
-// The analytical model against hand-computed literals (DESIGN.md §3).
+// The analytical model against hand-computed literals (docs/DESIGN.md §3).
 #include <gtest/gtest.h>
 
 #include "bench/model_layouts.hpp"
@@ -11,7 +11,7 @@ CasePlan plan_for(Layout l, const char* sched, StrategySpec s, const char* dtype
   return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype), GenMode::dyadic, 1, "t"};
 }
 
-// DESIGN.md's example to check by hand: llama2-7b, N=2, fp32, sync, gpu-add.
+// docs/DESIGN.md's example to check by hand: llama2-7b, N=2, fp32, sync, gpu-add.
 TEST(Model, Llama2_7bSyncGpuAddMatchesTheDesignLiteral) {
   const Layout l = load_layout("llama2-7b", {SHARDACCUM_CONFIG_DIR});
   const Prediction p = predict(plan_for(l, "sync", preset("zero3"), "fp32-fp32-fp32"), 2);

@@ -1,5 +1,5 @@
 // The correctness matrix (every strategy x canonical schedule x world size x dtype) and random
-// schedules, asserted against DESIGN.md §3; and accounted bytes equal to the model's, case by case.
+// schedules, asserted against docs/DESIGN.md §3; and accounted bytes equal to the model's, case by case.
 #include <gtest/gtest.h>
 
 #include <random>

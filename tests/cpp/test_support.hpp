@@ -26,7 +26,7 @@ inline Layout make_layout(std::initializer_list<uint64_t> numels) {
   return l;
 }
 
-/// Warm-up step 0, then step 1 checked by the oracle (a step after the first, DESIGN.md §5).
+/// Warm-up step 0, then step 1 checked by the oracle (a step after the first, docs/DESIGN.md §5).
 inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   CaseRunner runner(be, plan);
   runner.step(0, false);
@@ -42,7 +42,7 @@ inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   return o;
 }
 
-/// The outcome rule of DESIGN.md §3, written out here as the tests' expectation (the code under
+/// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code under
 /// test never consults it): without offload every strategy is correct; with offload a case is
 /// correct when the schedule has at most one S, or with mode flag and gpu-add or cpu-add.
 inline bool design_says_correct(const StrategySpec& s, const Schedule& sched) {

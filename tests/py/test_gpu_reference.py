@@ -1,6 +1,6 @@
 """The report tool on the committed GPU run (reports/h200x2-llama2-7b/run.json, 2x H200): its tables
 hold the JSON's values, every plot is written, it is labelled as GPU time, and the run itself
-shows what DESIGN.md section 3 predicts (bytes equal to the model, the wrong cells wrong)."""
+shows what docs/DESIGN.md §3 predicts (bytes equal to the model, the wrong cells wrong)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_traffic_table_holds_the_json_bytes(gpu_report, gpu_doc):
     row = table_row(section(text, "### PCIe traffic"), "SSSS", "data-free/gpu-add/flag (zero3)")
     assert row[2:4] == [f"{round(entry['h2d_bytes']):,}", f"{round(entry['model_h2d_bytes']):,}"]
     assert row[5:7] == [f"{round(entry['d2h_bytes']):,}", f"{round(entry['model_d2h_bytes']):,}"]
-    # DESIGN.md's hand-checked literal for llama2-7b, N=2, fp32, sync, gpu-add.
+    # docs/DESIGN.md's hand-checked literal for llama2-7b, N=2, fp32, sync, gpu-add.
     assert row[2] == "40,430,493,696" and row[5] == "53,907,324,928"
 
 

@@ -65,7 +65,7 @@ def test_wrong_cells_are_exactly_the_offloaded_copy_and_shape_cells_with_two_or_
         expect_wrong = s.offload != "none" and c.key.sync_count >= 2 and (s.offload == "copy" or s.mode == "shape")
         assert c.status == ("wrong" if expect_wrong else "correct"), c.key.name
     sync_copy = next(c for c in run.cases if c.key.schedule == "SSSS" and c.key.strategy == PRESETS["fsdp1"])
-    assert sync_copy.max_rel_err == pytest.approx(0.866, abs=0.01)  # DESIGN.md §3: sqrt(3/4)
+    assert sync_copy.max_rel_err == pytest.approx(0.866, abs=0.01)  # docs/DESIGN.md §3: sqrt(3/4)
 
 
 def test_case_value_is_the_median_over_repetitions(host_doc):

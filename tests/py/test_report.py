@@ -100,7 +100,7 @@ def test_memory_and_traffic_tables_hold_exact_bytes(host_report, host_doc):
     assert traffic[2:4] == [b("h2d_bytes"), b("model_h2d_bytes")]
     assert traffic[5:7] == [b("d2h_bytes"), b("model_d2h_bytes")]
     assert traffic[8:10] == [b("nccl_input_bytes"), b("model_nccl_input_bytes")]
-    # DESIGN.md §3, gpu-add, fp32, N = 2, s = 4: NCCL input s·P·4, D2H s·(P/N)·4, H2D (s−1)·(P/N)·4.
+    # docs/DESIGN.md §3, gpu-add, fp32, N = 2, s = 4: NCCL input s·P·4, D2H s·(P/N)·4, H2D (s−1)·(P/N)·4.
     nccl = round(_median(reps, "model_nccl_input_bytes"))
     assert traffic[5] == f"{nccl // 2:,}" and traffic[2] == f"{nccl // 2 * 3 // 4:,}"
 
