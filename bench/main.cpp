@@ -108,16 +108,30 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
   }
 }
 
-/// The cases that cannot fit this machine's host memory by the model (name -> message), decided
-/// before any backend exists, so that no arena is pinned and no GPU touched for them. The device
-/// side is checked per case once its world has started (bench_cases.cpp).
-std::map<std::string, std::string> host_fit_skips(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
-                                                  bool processes, MemoryBudget& budget) {
+/// The cases that cannot fit this machine by the model (name -> message), decided before any
+/// backend exists, so that no arena is pinned for them: host memory, and the devices' free memory
+/// with only their primary contexts (`device`: this process's GPU under a multi-process launch).
+/// Each case's device side is checked again once its world has started (bench_cases.cpp).
+std::map<std::string, std::string> up_front_fit_skips(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
+                                                  bool processes, [[maybe_unused]] int local_rank, MemoryBudget& budget) {
   budget.host_available_bytes = host_memory_available();
   budget.host_margin_bytes = host_memory_margin(budget.host_available_bytes);
   budget.host_backend = choice.name == "host";
   budget.host_task_depth = choice.name == "cuda" ? kCudaHostTaskDepth : 0;
   budget.device_margin_bytes = kDeviceMemoryMargin;
+#if defined(SHARDACCUM_HAVE_CUDA)
+  // The devices' free memory before any world starts (primary contexts only): NCCL and the pool
+  // take more later, which each case's own check then sees (bench_cases.cpp).
+  if (choice.name == "cuda") {
+    int w = 1;
+    for (const auto& c : cases) w = std::max(w, processes ? 1 : c.world_size);
+    const int gpus = cuda_device_count();
+    uint64_t least = UINT64_MAX;
+    for (int d = 0; d < std::min(w, gpus); ++d)
+      least = std::min(least, cuda_device_free_bytes(processes ? local_rank % gpus : d));
+    budget.device_free_bytes = least == UINT64_MAX ? 0 : least;
+  }
+#endif
   std::map<std::string, std::string> skips;
   for (const auto& c : cases) {
     MemoryBudget b = budget;
@@ -238,7 +252,7 @@ int main(int argc, char** argv) {
   if (!reps.empty()) to_run *= std::max(1, std::atoi(reps.c_str()));
 
   MemoryBudget budget;
-  std::map<std::string, std::string> skips = host_fit_skips(cases, choice, processes, budget);
+  std::map<std::string, std::string> skips = up_front_fit_skips(cases, choice, processes, launch.local_rank, budget);
   // Pin, once and up front, what the most demanding case that fits needs (the model's peak, with
   // the cuda backend's pending CPU adds), rather than growing the arena inside a measured step.
   uint64_t pinned_hint = 0;

@@ -89,11 +89,16 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const MemoryBudget& b)
       << " of pinned host memory (" << gb(n.host_process) << " for the " << b.ranks_per_process
       << " rank(s) of this process)";
   }
-  m << "; the machine has " << gb(b.host_bytes()) << " of host memory for it (MemAvailable "
-    << gb(b.host_available_bytes) << " minus a " << gb(b.host_margin_bytes) << " margin)";
+  // Only the budgets known at this point (the host's is checked before any backend starts).
+  std::vector<std::string> has;
+  if (b.host_available_bytes)
+    has.push_back(gb(b.host_bytes()) + " of host memory for it (MemAvailable " + gb(b.host_available_bytes) +
+                  " minus a " + gb(b.host_margin_bytes) + " margin)");
   if (!b.host_backend && b.device_free_bytes)
-    m << " and " << gb(b.device_bytes()) << " of device memory per rank (free after start "
-      << gb(b.device_free_bytes) << " minus a " << gb(b.device_margin_bytes) << " margin)";
+    has.push_back(gb(b.device_bytes()) + " of device memory per rank (free " + gb(b.device_free_bytes) +
+                  " minus a " + gb(b.device_margin_bytes) + " margin)");
+  for (size_t i = 0; i < has.size(); ++i) m << (i ? " and " : "; the machine has ") << has[i];
+  if (!b.host_backend && !b.device_free_bytes) m << " (device memory not known yet: not checked)";
 
   // What would fit, by the same model: more ranks (same ranks per process), another offload, bf16.
   // More ranks help a GPU run only when they do not share this host: counted as one process per

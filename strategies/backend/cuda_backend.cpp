@@ -1228,6 +1228,18 @@ int cuda_device_count() noexcept {
   return n;
 }
 
+uint64_t cuda_device_free_bytes(int device) noexcept {
+  int previous = 0;
+  size_t free = 0, total = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess ||
+      cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  (void)cudaSetDevice(previous);
+  return free;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
   const int count = cuda_device_count();
   if (opts.world_size < 1)

@@ -59,6 +59,10 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts);
 /// Visible CUDA devices; 0 when there is no driver or device (never throws).
 int cuda_device_count() noexcept;
 
+/// Free memory of visible device `device` (cudaMemGetInfo, after its primary context starts, which
+/// every rank on it shares), in bytes; 0 when it cannot be read (never throws).
+uint64_t cuda_device_free_bytes(int device) noexcept;
+
 /// Measures the ceilings again on every rank at once and returns them (also put in context()).
 /// Keys: ceiling_h2d_gbps, ceiling_d2h_gbps, ceiling_bidir_gbps (both directions at once, the two
 /// summed), ceiling_device_copy_gbps (read + write), ceiling_host_add_gbps (12 B per fp32 element),

@@ -48,7 +48,7 @@ TEST(MemoryFit, DeviceOverBudgetNamesFiguresAndWhatFits) {
   const std::string& m = *why;
   EXPECT_NE(m.find("each rank needs 6.00 GB of device memory and 0.00 GB of pinned host memory"), std::string::npos) << m;
   EXPECT_NE(m.find("9.00 GB of host memory for it (MemAvailable 10.00 GB minus a 1.00 GB margin)"), std::string::npos) << m;
-  EXPECT_NE(m.find("2.50 GB of device memory per rank (free after start 3.00 GB minus a 0.50 GB margin)"), std::string::npos) << m;
+  EXPECT_NE(m.find("2.50 GB of device memory per rank (free 3.00 GB minus a 0.50 GB margin)"), std::string::npos) << m;
   // World 2: 2.00 + 1.00 + 0.50 = 3.50 GB, too much; world 4: 1.00 + 1.00 + 0.25 = 2.25 GB fits.
   EXPECT_NE(m.find("--world-size 4 with one process per GPU and host (2.25 GB device and 0.00 GB pinned per rank)"),
             std::string::npos) << m;
@@ -94,6 +94,23 @@ TEST(MemoryFit, HostBackendHoldsEveryRankInHostMemory) {
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("its 2 rank(s) need 7.00 GB of host memory"), std::string::npos) << *why;
   EXPECT_EQ(why->find("--world-size"), std::string::npos) << *why;  // more threads never fit better
+}
+
+TEST(MemoryFit, OnlyTheBudgetsKnownAreNamed) {
+  // Once a world has started only its device side is checked (the host's was, up front): the message
+  // names no host figure; before the GPU is known, the device side is said to be unchecked.
+  MemoryBudget device_only = small_gpu_machine();
+  device_only.host_available_bytes = 0;
+  const auto d = fit_problem(u4_case("none", 1), device_only);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->find("host memory for it"), std::string::npos) << *d;
+  EXPECT_NE(d->find("; the machine has 2.50 GB of device memory per rank"), std::string::npos) << *d;
+  MemoryBudget host_only = small_gpu_machine();
+  host_only.device_free_bytes = 0;
+  host_only.host_available_bytes = 3'000'000'000;
+  const auto h = fit_problem(u4_case("gpu-add", 1), host_only);  // 4.00 GB pinned > 2.00 GB
+  ASSERT_TRUE(h.has_value());
+  EXPECT_NE(h->find("(device memory not known yet: not checked)"), std::string::npos) << *h;
 }
 
 TEST(MemoryFit, UnknownBudgetsAreNotChecked) {
