@@ -81,7 +81,7 @@ for part in "$@"; do
     SHARDACCUM_MEMORY_LOG=1 timeout 150 $B --model uniform:8x256M --world-size 1 --preset fsdp2 --schedule sync \
       --steps 20 --benchmark_out="$OUT/memory_fsdp2_20.json" --benchmark_out_format=json >"$OUT/memory_fsdp2_20.log" 2>&1
     echo "rc=$?"; grep -E '^memory' "$OUT/memory_fsdp2_20.log" | sed -n '2p;$p' | cut -c1-200
-    timeout 560 ctest --test-dir build -R GpuMemoryFlat --output-on-failure >"$OUT/memory_flat.log" 2>&1
+    timeout 560 ctest --test-dir build -R GpuMemoryFlat -V >"$OUT/memory_flat.log" 2>&1  # -V: the levels printed
     grep -E "tests passed|Failed|step 2:|step 60:" "$OUT/memory_flat.log" | cut -c1-220
     ;;
   fit)
