@@ -128,7 +128,10 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     // A link is followed (the rename replaces the file it names, not the link); a device or pipe
     // (/dev/stdout) is written in place, since it cannot be renamed over.
     std::error_code ec;
-    if (out.rfind("/dev/", 0) == 0 || out.rfind("/proc/", 0) == 0) {
+    // A plain file there (a tmpfs such as /dev/shm), or none yet, takes the checked path below.
+    const auto own = fs::symlink_status(out, ec);
+    if ((out.rfind("/dev/", 0) == 0 || out.rfind("/proc/", 0) == 0) && fs::exists(own) &&
+        !fs::is_regular_file(own)) {
       plan.dest = out;
       plan.direct = true;
       return plan;
