@@ -62,3 +62,31 @@ TEST_F(OutputPaths, BenchmarkOutTwiceAndEmptyValuesAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// --trace through a link writes where the link points, as --benchmark_out does: the link stays
+// (renaming over it replaced /dev/stdout itself with a regular file when run as root).
+TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
+  namespace fs = std::filesystem;
+  fs::create_symlink(dir_ + "/target.json", dir_ + "/file-link.json");
+  std::ofstream(dir_ + "/target.json") << "old";
+  Result r = run(kSmall + "--trace " + dir_ + "/file-link.json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/file-link.json"));
+  EXPECT_NE(slurp_file(dir_ + "/target.json").find("\"traceEvents\""), std::string::npos);
+  // A link to the process's stdout (what /dev/stdout is) gets the trace on stdout.
+  fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout-link.json");
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " + dir_ +
+                              "/stdout-link.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout-link.json"));
+  EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"traceEvents\""), std::string::npos);
+}
+
+}  // namespace
