@@ -1,5 +1,6 @@
 #include "profiling/trace.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,6 +134,17 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
   const bool direct = fs::exists(own) && !fs::is_regular_file(own);
   const fs::path target(out);
   const std::string tmp = direct ? out : out + ".tmp." + std::to_string(getpid());
+  // `ulimit -f` must be an error (EFBIG), not a kill that leaves the temporary file: SIGXFSZ ignored
+  // while writing, its disposition restored after.
+  struct sigaction xfsz_ign {}, xfsz_old {};
+  xfsz_ign.sa_handler = SIG_IGN;
+  sigemptyset(&xfsz_ign.sa_mask);
+  const bool xfsz_saved = sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old) == 0;
+  struct XfszRestore {
+    bool saved;
+    struct sigaction old;
+    ~XfszRestore() { if (saved) sigaction(SIGXFSZ, &old, nullptr); }
+  } xfsz_restore{xfsz_saved, xfsz_old};
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) throw TraceError("cannot write trace file '" + tmp + "': " + std::strerror(errno));
   int err = 0;

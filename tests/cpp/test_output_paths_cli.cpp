@@ -89,4 +89,16 @@ TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
   EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"traceEvents\""), std::string::npos);
 }
 
+// `ulimit -f` past which the trace does not fit: an error (exit 1) that leaves no temporary file,
+// not a kill by SIGXFSZ (the results' file ignores it; a run with --trace alone did not).
+TEST_F(OutputPaths, ATraceCutShortByUlimitIsAnErrorNotAKill) {
+  const int rc = std::system(("ulimit -f 8; '" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " +
+                              dir_ + "/t.json >/dev/null 2>" + dir_ + "/err; echo $? >" + dir_ + "/rc").c_str());
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(slurp_file(dir_ + "/rc"), "1\n") << slurp_file(dir_ + "/err");
+  EXPECT_NE(slurp_file(dir_ + "/err").find("File too large"), std::string::npos) << slurp_file(dir_ + "/err");
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left " << e.path();
+}
+
 }  // namespace
