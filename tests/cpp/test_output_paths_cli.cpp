@@ -101,4 +101,27 @@ TEST_F(OutputPaths, ATraceCutShortByUlimitIsAnErrorNotAKill) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left " << e.path();
 }
 
+// Every link of a chain is followed: the file at its end gets the result and the links stay. A link
+// to /dev/stdout (itself a link) stops there and is written in place; renaming over it replaced
+// /dev/stdout with a regular file when run as root with stdout redirected to a file.
+TEST_F(OutputPaths, ResultsThroughAChainOfLinksReachItsEndAndKeepTheLinks) {
+  namespace fs = std::filesystem;
+  std::ofstream(dir_ + "/final.json") << "old";
+  fs::create_symlink(dir_ + "/final.json", dir_ + "/l2.json");
+  fs::create_symlink("l2.json", dir_ + "/l1.json");
+  Result r = run(kSmall + "--benchmark_out=" + dir_ + "/l1.json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/l1.json"));
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/l2.json"));
+  EXPECT_NE(slurp_file(dir_ + "/final.json").find("\"benchmarks\""), std::string::npos);
+  // A chain ending in the process's stdout, redirected to a file: the result lands in that file.
+  fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout");
+  fs::create_symlink(dir_ + "/stdout", dir_ + "/to-stdout.json");
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--benchmark_out=" + dir_ +
+                              "/to-stdout.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout"));
+  EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"benchmarks\""), std::string::npos);
+}
+
 }  // namespace
