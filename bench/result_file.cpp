@@ -128,14 +128,18 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     // A link is followed (the rename replaces the file it names, not the link); a device or pipe
     // (/dev/stdout) is written in place, since it cannot be renamed over.
     std::error_code ec;
-    if (out.rfind("/dev/", 0) == 0 || out.rfind("/proc/", 0) == 0) {
+    // Every link of a chain, up to /dev/ or /proc/ (where /dev/stdout leads into the process's fds).
+    const auto special = [](const std::string& p) { return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0; };
+    for (int hops = 0; hops < 40 && !special(out) && fs::is_symlink(out, ec); ++hops) {
+      const auto target = fs::read_symlink(out, ec);
+      out = (target.is_absolute() ? target : fs::path(out).parent_path() / target).string();
+    }
+    // A plain file there (a tmpfs such as /dev/shm), or none yet, takes the checked path below.
+    const auto own = fs::symlink_status(out, ec);
+    if (special(out) && fs::exists(own) && !fs::is_regular_file(own)) {
       plan.dest = out;
       plan.direct = true;
       return plan;
-    }
-    if (fs::is_symlink(out, ec)) {
-      const auto target = fs::read_symlink(out, ec);
-      out = (target.is_absolute() ? target : fs::path(out).parent_path() / target).string();
     }
     if (fs::exists(out, ec) && !fs::is_regular_file(out, ec) && !fs::is_directory(out, ec)) {
       plan.dest = out;

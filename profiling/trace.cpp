@@ -1,5 +1,6 @@
 #include "profiling/trace.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -120,8 +121,30 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
            std::make_tuple(y.pid, b.first, y.start_us, -y.duration_us);
   });
 
-  const std::filesystem::path target(path);
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  // As --benchmark_out (bench/result_file.cpp): a link is followed, so the rename replaces the file
+  // it names, not the link; a device, pipe or a further link (/dev/stdout -> /proc/self/fd/1) is written in place.
+  namespace fs = std::filesystem;
+  std::error_code lec;
+  std::string out = path;
+  if (fs::is_symlink(out, lec)) {
+    const fs::path to = fs::read_symlink(out, lec);
+    if (!lec) out = (to.is_absolute() ? to : fs::path(out).parent_path() / to).string();
+  }
+  const auto own = fs::symlink_status(out, lec);
+  const bool direct = fs::exists(own) && !fs::is_regular_file(own);
+  const fs::path target(out);
+  const std::string tmp = direct ? out : out + ".tmp." + std::to_string(getpid());
+  // `ulimit -f` must be an error (EFBIG), not a kill that leaves the temporary file: SIGXFSZ ignored
+  // while writing, its disposition restored after.
+  struct sigaction xfsz_ign {}, xfsz_old {};
+  xfsz_ign.sa_handler = SIG_IGN;
+  sigemptyset(&xfsz_ign.sa_mask);
+  const bool xfsz_saved = sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old) == 0;
+  struct XfszRestore {
+    bool saved;
+    struct sigaction old;
+    ~XfszRestore() { if (saved) sigaction(SIGXFSZ, &old, nullptr); }
+  } xfsz_restore{xfsz_saved, xfsz_old};
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) throw TraceError("cannot write trace file '" + tmp + "': " + std::strerror(errno));
   int err = 0;
@@ -159,9 +182,10 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
   put("}\n");
   if (std::fclose(f) != 0 && !err) err = errno ? errno : EIO;
   if (err) {
-    std::remove(tmp.c_str());
+    if (!direct) std::remove(tmp.c_str());
     throw TraceError("writing trace file '" + tmp + "' failed: " + std::strerror(err));
   }
+  if (direct) return;
   std::error_code ec;
   std::filesystem::rename(tmp, target, ec);
   if (ec) {

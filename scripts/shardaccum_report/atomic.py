@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,9 +49,30 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         raise
 
 
+def _destination(path: Path) -> tuple[Path, bool]:
+    """The file a write to `path` replaces, and whether it is written in place instead: every link of
+    a chain is followed up to /dev/ or /proc/ (where /dev/stdout leads into the process's fds); a
+    device, pipe or link there cannot be renamed over (that replaced /dev/stdout itself as root)."""
+    p = str(path)
+    for _ in range(40):
+        if p.startswith(("/dev/", "/proc/")) or not os.path.islink(p):
+            break
+        p = os.path.join(os.path.dirname(p), os.readlink(p))
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return Path(p), False
+    return Path(p), not stat.S_ISREG(mode) and p.startswith(("/dev/", "/proc/"))
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
-    """Writes UTF-8 text to `path` through a temporary file and a rename. Raises OSError."""
-    path = Path(path)
+    """Writes UTF-8 text to `path` through a temporary file and a rename (a device or /dev/stdout in
+    place, see _destination). Raises OSError."""
+    path, in_place = _destination(Path(path))
+    if in_place:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     try:

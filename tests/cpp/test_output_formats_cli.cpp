@@ -123,3 +123,18 @@ TEST_F(OutputFormats, AFileSizeLimitIsAnErrorNotAKill) {
 }
 
 }  // namespace
+
+// A regular file under /dev/ (a tmpfs such as /dev/shm) is a result file like any other: replaced
+// only when complete. Only a device, pipe or link there (/dev/stdout, /dev/null) is written in place.
+TEST_F(OutputFormats, AResultFileUnderDevShmIsReplacedOnlyWhenComplete) {
+  if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm on this machine";
+  const std::string f = "/dev/shm/shardaccum_test_" + std::to_string(getpid()) + ".json", err = dir_ + "/err";
+  write_file(f, "old result\n");
+  const int rc = run_shell("trap '' XFSZ; ulimit -f 5; " + bench_command(kSmall + "--benchmark_out=" + f) +
+                           " >/dev/null 2>" + err);
+  const std::string kept = slurp(f);
+  std::filesystem::remove(f);
+  EXPECT_EQ(rc, 1) << slurp(err);
+  EXPECT_EQ(kept, "old result\n");
+  EXPECT_NE(slurp(err).find("left as it was"), std::string::npos) << slurp(err);
+}

@@ -62,3 +62,66 @@ TEST_F(OutputPaths, BenchmarkOutTwiceAndEmptyValuesAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// --trace through a link writes where the link points, as --benchmark_out does: the link stays
+// (renaming over it replaced /dev/stdout itself with a regular file when run as root).
+TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
+  namespace fs = std::filesystem;
+  fs::create_symlink(dir_ + "/target.json", dir_ + "/file-link.json");
+  std::ofstream(dir_ + "/target.json") << "old";
+  Result r = run(kSmall + "--trace " + dir_ + "/file-link.json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/file-link.json"));
+  EXPECT_NE(slurp_file(dir_ + "/target.json").find("\"traceEvents\""), std::string::npos);
+  // A link to the process's stdout (what /dev/stdout is) gets the trace on stdout.
+  fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout-link.json");
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " + dir_ +
+                              "/stdout-link.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout-link.json"));
+  EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"traceEvents\""), std::string::npos);
+}
+
+// `ulimit -f` past which the trace does not fit: an error (exit 1) that leaves no temporary file,
+// not a kill by SIGXFSZ (the results' file ignores it; a run with --trace alone did not).
+TEST_F(OutputPaths, ATraceCutShortByUlimitIsAnErrorNotAKill) {
+  const int rc = std::system(("ulimit -f 8; '" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " +
+                              dir_ + "/t.json >/dev/null 2>" + dir_ + "/err; echo $? >" + dir_ + "/rc").c_str());
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(slurp_file(dir_ + "/rc"), "1\n") << slurp_file(dir_ + "/err");
+  EXPECT_NE(slurp_file(dir_ + "/err").find("File too large"), std::string::npos) << slurp_file(dir_ + "/err");
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left " << e.path();
+}
+
+// Every link of a chain is followed: the file at its end gets the result and the links stay. A link
+// to /dev/stdout (itself a link) stops there and is written in place; renaming over it replaced
+// /dev/stdout with a regular file when run as root with stdout redirected to a file.
+TEST_F(OutputPaths, ResultsThroughAChainOfLinksReachItsEndAndKeepTheLinks) {
+  namespace fs = std::filesystem;
+  std::ofstream(dir_ + "/final.json") << "old";
+  fs::create_symlink(dir_ + "/final.json", dir_ + "/l2.json");
+  fs::create_symlink("l2.json", dir_ + "/l1.json");
+  Result r = run(kSmall + "--benchmark_out=" + dir_ + "/l1.json");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/l1.json"));
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/l2.json"));
+  EXPECT_NE(slurp_file(dir_ + "/final.json").find("\"benchmarks\""), std::string::npos);
+  // A chain ending in the process's stdout, redirected to a file: the result lands in that file.
+  fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout");
+  fs::create_symlink(dir_ + "/stdout", dir_ + "/to-stdout.json");
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--benchmark_out=" + dir_ +
+                              "/to-stdout.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout"));
+  EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"benchmarks\""), std::string::npos);
+}
+
+}  // namespace

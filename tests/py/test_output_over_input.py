@@ -88,3 +88,21 @@ def test_report_beside_its_run_json_keeps_it(tmp_path):
     proc = run_script("report.py", run, "--name", "r", "--out-dir", tmp_path / "reports")
     assert proc.returncode == 0, proc.stderr
     assert open(run, "rb").read() == HOST_FIXTURE.read_bytes() and (folder / "README.md").is_file()
+
+
+def test_compare_out_through_links_writes_their_end_and_keeps_them(pair):
+    """--out through a chain of links replaces the file at its end; a link into /proc (what
+    /dev/stdout is) is written in place: renaming over it replaced /dev/stdout itself when run as root."""
+    tmp_path, base, cand = pair
+    (tmp_path / "final.md").write_text("old")
+    (tmp_path / "l2.md").symlink_to(tmp_path / "final.md")
+    (tmp_path / "l1.md").symlink_to("l2.md")
+    proc = run_script("compare.py", base, cand, "--out", tmp_path / "l1.md", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "l1.md").is_symlink() and (tmp_path / "l2.md").is_symlink()
+    assert (tmp_path / "final.md").read_text().startswith("# shardaccum compare")
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
+    proc = run_script("compare.py", base, cand, "--out", tmp_path / "stdout", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "stdout").is_symlink()
+    assert "# shardaccum compare" in proc.stdout
