@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "forwarding_rank.hpp"
 #include "strategies/backend/cuda_backend.hpp"
 #include "test_support.hpp"
 
@@ -60,33 +61,13 @@ INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuMatrix, ::testing::Values(1, 2),
                          [](const auto& i) { return "world" + std::to_string(i.param); });
 
 /// A rank whose D2H copies are issued twice: a strategy with one copy too many.
-class ExtraCopyRank final : public RankBackend {
+class ExtraCopyRank final : public testing::ForwardingRank {
  public:
-  explicit ExtraCopyRank(RankBackend& in) : in_(in) {}
-  int rank() const override { return in_.rank(); }
-  int world_size() const override { return in_.world_size(); }
-  Buffer allocate(MemSpace sp, DType d, uint64_t n, Stream s) override { return in_.allocate(sp, d, n, s); }
+  explicit ExtraCopyRank(RankBackend& in) : ForwardingRank(in) {}
   void copy(Buffer& dst, const Buffer& src, Stream s) override {
     in_.copy(dst, src, s);
     if (dst.space() == MemSpace::pinned_host) in_.copy(dst, src, s);  // the deliberate extra copy
   }
-  void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }
-  void convert(Buffer& d, const Buffer& s, Stream st) override { in_.convert(d, s, st); }
-  void scale(Buffer& d, double f, Stream s) override { in_.scale(d, f, s); }
-  void generate(Buffer& g, const GradKey& k, bool a, Stream s) override { in_.generate(g, k, a, s); }
-  void reduce_scatter(Buffer& o, const Buffer& i) override { in_.reduce_scatter(o, i); }
-  Event record(Stream s) override { return in_.record(s); }
-  void wait(Stream w, Event e) override { in_.wait(w, e); }
-  void host_wait(Event e) override { in_.host_wait(e); }
-  void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
-  bool any_rank(bool m) override { return in_.any_rank(m); }
-  ShardCheck check_shard(const Buffer& b, const OracleKey& k) override { return in_.check_shard(b, k); }
-  void begin_step() override { in_.begin_step(); }
-  StepMetrics end_step() override { return in_.end_step(); }
-  void release(Buffer& b) noexcept override { in_.release(b); }
-
- private:
-  RankBackend& in_;
 };
 
 class ExtraCopyWorld final : public Backend {
