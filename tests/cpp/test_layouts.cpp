@@ -409,15 +409,23 @@ TEST(Layouts, KvHeadsMustDivideHeads) {
 TEST(Layouts, MessagesQuoteValuesShort) {
   // A unit given as a long list or a deeply nested value (built in code, not parsed): the message
   // quotes about 80 characters and does not recurse into the whole value.
+  // Built and handed over by moves only: nlohmann's copy recurses, and a 100k-deep copy overflows
+  // the stack of an ASan build (the code under test copies nothing of it).
   json wide = json::array();
   for (int i = 0; i < 100000; ++i)
     wide.push_back(i);
   json deep = json::array();
-  for (int i = 0; i < 100000; ++i)
-    deep = json::array({std::move(deep)});
-  for (const json *v : {&wide, &deep}) {
+  for (int i = 0; i < 100000; ++i) {
+    json outer = json::array();
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  json wide_units = json::array(), deep_units = json::array();
+  wide_units.push_back(std::move(wide));
+  deep_units.push_back(std::move(deep));
+  for (const json *units : {&wide_units, &deep_units}) {
     try {
-      layout_from_json(json::array({*v}), "t");
+      layout_from_json(*units, "t");
       ADD_FAILURE() << "no error";
     } catch (const std::invalid_argument &e) {
       const std::string msg = e.what();
