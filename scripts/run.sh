@@ -16,7 +16,7 @@ The main job of shardaccum, the first command to run on a fresh machine:
      backend is built when nvcc is found; SHARDACCUM_PRESET=host: folder build-host/, no CUDA),
   3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
      visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
-     every strategy and schedule, about a minute on 2 idle cores), whose times are host wall-clock,
+     every strategy and schedule; minutes on 2 cores, more under load), whose times are host wall-clock,
   4. writes the Google Benchmark JSON to reports/NAME/run.json, a Perfetto/Chrome trace to
      reports/NAME/trace.json (shardaccum_bench --trace, kept to the first measured step of every
      case on every rank: about 6 MB for the default host matrix instead of 18 MB), and the report
@@ -32,7 +32,8 @@ options:
                   whole, when the new run and report have succeeded
   --part I/N      run only the I-th of N slices of the case matrix (shardaccum_bench --part), for a
                   job longer than one command; needs --name: the part goes to
-                  reports/NAME.part-I-of-N/. Join the parts' run.json with scripts/merge.py  --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+                  reports/NAME.part-I-of-N/. Join the parts' run.json with scripts/merge.py
+  --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
   --no-trace      write no trace (reports/NAME/trace.json); the report then has no timeline
   --full-trace    keep every measured step of every case in the trace (about 3 times larger
                   with the default 3 measured steps; open it in ui.perfetto.dev)
