@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
   // --benchmark_out: validated, and locked against a second run writing the same file, before
   // any work; Google Benchmark gets /dev/null, the suite writes the file (bench/result_file.hpp).
   OutputPlan out;
-  std::unique_ptr<ResultFile> result_file;
+  std::unique_ptr<ResultFile> result_file, trace_lock;
   try {
     out = plan_benchmark_out(opts.benchmark_args, reporter);
     const std::vector<std::string> inputs = model_input_files(opts);
@@ -220,6 +220,24 @@ int main(int argc, char** argv) {
       result_file = std::make_unique<ResultFile>(out.dest);
       for (const auto& f : result_file->removed_stale())
         std::fprintf(stderr, "shardaccum_bench: removed %s, left by a run that was killed\n", f.c_str());
+    }
+    // --trace takes the same lock on the file this process writes (rank r of a launch: FILE.rank<r>),
+    // so a second run tracing into it is refused and a killed run's temporary is cleaned; a link, a
+    // device or a pipe is written in place by the trace writer, unlocked.
+    if (!opts.trace.empty()) {
+      if (!reporter) {
+        const std::filesystem::path p(opts.trace);
+        opts.trace = (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(launch.rank) +
+                                         p.extension().string())).string();
+      }
+      std::error_code ec;
+      const auto st = std::filesystem::symlink_status(opts.trace, ec);
+      if (!std::filesystem::exists(st) || std::filesystem::is_regular_file(st)) {
+        install_result_cleanup();
+        trace_lock = std::make_unique<ResultFile>(opts.trace, "--trace ");
+        for (const auto& f : trace_lock->removed_stale())
+          std::fprintf(stderr, "shardaccum_bench: removed %s, left by a run that was killed\n", f.c_str());
+      }
     }
   } catch (const CliError& e) {
     std::fprintf(stderr, "shardaccum_bench: error: %s\n", e.what());
@@ -438,12 +456,7 @@ int main(int argc, char** argv) {
   if (recorder) {
     trace::install_process_recorder(nullptr);
     // Under a multi-process launch each process traces its own rank: rank 0 writes FILE, rank r
-    // writes FILE with ".rank<r>" before its extension.
-    if (!reporter) {
-      const std::filesystem::path p(opts.trace);
-      opts.trace = (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(launch.rank) +
-                                       p.extension().string())).string();
-    }
+    // writes FILE with ".rank<r>" before its extension (named when the lock was taken, above).
     try {
       recorder->write_chrome_trace(opts.trace);
     } catch (const std::exception& e) {

@@ -26,12 +26,13 @@ namespace {
 
 // What the signal handler removes; set only while the file is ours (async-signal-safe reads).
 char g_tmp_path[4096] = {};
-char g_lock_path[4096] = {};
-volatile sig_atomic_t g_tmp_set = 0, g_lock_set = 0;
+char g_lock_path[2][4096] = {};  // --benchmark_out's and --trace's
+volatile sig_atomic_t g_tmp_set = 0, g_lock_set[2] = {0, 0};
 
 void on_signal(int sig) {
   if (g_tmp_set) unlink(g_tmp_path);
-  if (g_lock_set) unlink(g_lock_path);  // we hold its lock: no other run can be using this file
+  for (int i = 0; i < 2; ++i)
+    if (g_lock_set[i]) unlink(g_lock_path[i]);  // we hold its lock: no other run can be using this file
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -210,7 +211,8 @@ void install_result_cleanup() {
   signal(SIGXFSZ, SIG_IGN);
 }
 
-ResultFile::ResultFile(std::string dest) : dest_(std::move(dest)), lock_path_(dest_ + ".lock") {
+ResultFile::ResultFile(std::string dest, std::string flag)
+    : dest_(std::move(dest)), flag_(std::move(flag)), lock_path_(dest_ + ".lock") {
   for (;;) {
     lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (lock_fd_ < 0) throw std::runtime_error(errno_text("creating the lock file " + lock_path_));
@@ -223,7 +225,7 @@ ResultFile::ResultFile(std::string dest) : dest_(std::move(dest)), lock_path_(de
       std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
       while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
       if (e == EWOULDBLOCK)
-        throw CliError("--benchmark_out=" + dest_ + ": another shardaccum_bench (pid " +
+        throw CliError(flag_ + dest_ + ": another shardaccum_bench (pid " +
                        (digits(pid) ? pid : "unknown") + ") is writing " + dest_ +
                        "; wait for it to finish or give another file name");
       errno = e;
@@ -236,7 +238,8 @@ ResultFile::ResultFile(std::string dest) : dest_(std::move(dest)), lock_path_(de
       break;
     ::close(lock_fd_);
   }
-  set_path(g_lock_path, g_lock_set, lock_path_);
+  slot_ = g_lock_set[0] ? 1 : 0;
+  set_path(g_lock_path[slot_], g_lock_set[slot_], lock_path_);
   const std::string pid = std::to_string(getpid()) + "\n";
   if (ftruncate(lock_fd_, 0) != 0 || pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
     std::fprintf(stderr, "shardaccum_bench: note: could not record the pid in %s\n", lock_path_.c_str());
@@ -255,7 +258,7 @@ ResultFile::ResultFile(std::string dest) : dest_(std::move(dest)), lock_path_(de
 
 ResultFile::~ResultFile() {
   if (lock_fd_ < 0) return;
-  g_lock_set = 0;
+  g_lock_set[slot_] = 0;
   ::unlink(lock_path_.c_str());  // before the unlock: a waiter that opened it retries (see above)
   ::close(lock_fd_);
 }

@@ -51,7 +51,9 @@ class ResultFile {
   /// Takes the lock without waiting, then removes DEST.tmp.<pid> files left by killed runs (safe:
   /// a live writer of DEST would hold the lock). Throws CliError "another shardaccum_bench (pid N)
   /// is writing DEST" when it is held, std::runtime_error when the lock file cannot be made.
-  explicit ResultFile(std::string dest);
+  /// `flag` names the output in messages ("--benchmark_out=" or "--trace "). At most two live at once
+  /// (the results and the trace): the signal handler removes both lock files.
+  explicit ResultFile(std::string dest, std::string flag = "--benchmark_out=");
   ~ResultFile();
   ResultFile(const ResultFile&) = delete;
   ResultFile& operator=(const ResultFile&) = delete;
@@ -65,8 +67,9 @@ class ResultFile {
   void commit(std::string_view bytes);
 
  private:
-  std::string dest_, lock_path_;
+  std::string dest_, flag_, lock_path_;
   int lock_fd_ = -1;
+  int slot_ = 0;  // which of the signal handler's two lock paths is this file's
   std::vector<std::string> stale_;
 };
 

@@ -112,4 +112,22 @@ TEST_F(OutputSafety, ASecondRunWritingTheSameFileIsRefused) {
       << "the first run's result is the one kept";
 }
 
+TEST_F(OutputSafety, ASecondRunTracingIntoTheSameFileIsRefused) {
+  // The trace takes the same lock as --benchmark_out: before, both runs said "wrote trace" and the
+  // faster one's trace was gone.
+  const std::string f = dir_ + "/trace.json";
+  start_background(dir_, "", kLong + "--trace " + f);
+  ASSERT_TRUE(wait_for_text(dir_ + "/ERR", "backend: host", 60)) << slurp(dir_ + "/ERR");
+  const std::string first = std::to_string(std::stoi(slurp(dir_ + "/PID")));
+  const int rc = run_shell(bench_command(kSmall + "--trace " + f) + " >/dev/null 2>" + dir_ + "/err");
+  EXPECT_EQ(rc, 2) << slurp(dir_ + "/err");
+  EXPECT_NE(slurp(dir_ + "/err").find("--trace " + f + ": another shardaccum_bench (pid " + first + ") is writing " + f),
+            std::string::npos) << slurp(dir_ + "/err");
+  ASSERT_TRUE(wait_for_text(dir_ + "/RC", "\n", 120));
+  EXPECT_EQ(slurp(dir_ + "/RC"), "0\n") << slurp(dir_ + "/ERR");
+  const auto j = nlohmann::json::parse(slurp(f));
+  EXPECT_NE(j.dump().find("--steps 40"), std::string::npos) << "the first run's trace is the one kept";
+  EXPECT_FALSE(fs::exists(f + ".lock"));
+}
+
 }  // namespace
