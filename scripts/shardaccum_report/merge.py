@@ -102,6 +102,23 @@ def _joined(values: list[str | None]) -> str:
     return ",".join(seen)
 
 
+def _check_slice_size(path: Path, context: dict, i: int, n: int, cases: int) -> None:
+    """A part holds its whole slice: cases [floor((i-1)M/N), floor(iM/N)) of the M of `matrix_cases`
+    (bench/case_matrix.hpp part_range), fewer only under a --benchmark_filter, and never none.
+    Raises InputError naming the file: a part cut short would silently lose its cases."""
+    if cases == 0:
+        raise InputError(str(path), f"part {i}/{n} holds no case; rerun that part")
+    try:
+        m = int(str(context.get("matrix_cases", "")))
+    except ValueError:
+        return  # older files without the count: nothing to compare with
+    want = i * m // n - (i - 1) * m // n
+    filtered = "--benchmark_filter" in str(context.get("command", ""))
+    if cases > want or (cases < want and not filtered):
+        raise InputError(str(path), f"part {i}/{n} holds {cases} case(s), but its slice of the {m}-case matrix has "
+                                    f"{want}; rerun that part")
+
+
 def merge_docs(paths: list[Path]) -> dict:
     """The merged run of the slice files `paths` (any order). Raises InputError (exit 2) for an unreadable
     file, a context that differs (naming the key and the two files), a part missing, given twice or
@@ -147,12 +164,13 @@ def merge_docs(paths: list[Path]) -> dict:
     owner: dict[str, Path] = {}
     benchmarks = []
     family_offset = 0
-    for _, p, doc in loaded:
+    for (i, _), p, doc in loaded:
         names = {_case_name(e) for e in doc["benchmarks"]}
         for name in sorted(names):
             if name in owner:
                 raise InputError("", f"case {name} is in two parts: {owner[name]} and {p}")
             owner[name] = p
+        _check_slice_size(p, doc["context"], i, n, len(names))
         # Google Benchmark numbers families per process: shift them so they stay distinct.
         top = -1
         for e in doc["benchmarks"]:

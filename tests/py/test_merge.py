@@ -127,3 +127,15 @@ def test_nan_becomes_null_and_null_stays_null(runs, tmp_path):
     assert proc.returncode == 0, proc.stderr
     merged = _strict_load(out)
     assert [b["max_rel_err"] for b in merged["benchmarks"][2:4]] == [None, None]
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_a_part_without_its_whole_slice_is_refused(runs, tmp_path, keep):
+    """Part 2/2 of the 4-case matrix holds 2 cases; with none or one left (a run cut short, edited),
+    the merge would silently lose cases: refused, naming the file."""
+    path = _edited(runs, tmp_path, lambda d: d.__setitem__("benchmarks", d["benchmarks"][:keep]))
+    proc = run_script("merge.py", runs["p1"], path, "--out", tmp_path / "m.json")
+    assert proc.returncode == 2, proc.stderr
+    assert str(path) in proc.stderr
+    assert ("holds no case" if keep == 0 else "holds 1 case(s), but its slice of the 4-case matrix has 2") in proc.stderr
+    assert not (tmp_path / "m.json").exists()
