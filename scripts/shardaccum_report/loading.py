@@ -231,11 +231,17 @@ def _read_json(path: Path) -> object:
 
 
 def _number(entry: dict, key: str, where: str, i: int) -> float | None:
-    """A counter's value; None when null or not a number (missing). InputError when out of range."""
+    """A counter's value; None when null or not a number (missing). InputError when out of range:
+    beyond strict_json.MAX_MAGNITUDE, or below 0 (every figure the suite writes is a time, a size, a
+    count, a rate, an error or a verdict: none is negative)."""
     try:
-        return strict_json.number(entry.get(key))
+        value = strict_json.number(entry.get(key))
     except ValueError as e:
         raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {e}") from None
+    if value is not None and value < 0:
+        raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {value:g} is negative; no figure "
+                                "the suite writes is")
+    return value
 
 
 def _entry_times_ms(entry: dict, where: str, i: int) -> tuple[float | None, float | None]:

@@ -150,3 +150,16 @@ def test_large_counters_within_range_are_reported(tmp_path):
     memory = table_row(section(text, "### Peak memory"), "SSSS", ZERO3)
     assert memory[2] == f"{round(MAX_MAGNITUDE):,}"
     assert math.isfinite(float(memory[2].replace(",", "")))
+
+
+def test_a_negative_counter_is_bad_input(tmp_path):
+    """compare.py passed a candidate whose step_ms was -5 (exit 0, "faster"): no figure the suite
+    writes is negative, so it is bad input, exit 2, naming the file and the field."""
+    doc = json.loads(HOST_FIXTURE.read_text())
+    entry = next(b for b in doc["benchmarks"] if "step_ms" in b)
+    entry["step_ms"] = -5
+    cand = tmp_path / "cand.json"
+    cand.write_text(json.dumps(doc))
+    proc = run_script("compare.py", HOST_FIXTURE, cand)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert str(cand) in proc.stderr and "'step_ms' = -5 is negative" in proc.stderr
