@@ -483,6 +483,9 @@ Layout layout_from_file(const fs::path &path, std::string_view spec) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     fail(spec, "'" + path.string() + "' is a directory; give the path of a .json file");
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))  // a FIFO, a device: never read it
+    fail(spec, "'" + path.string() + "' is not a regular file (a device, a pipe or a socket); give the path of "
+                   "a .json file");
   if (!fs::is_regular_file(path, ec)) {
     fail(spec, "file '" + path.string() +
                    "' not found; check the path (relative paths start at "

@@ -69,6 +69,7 @@ const std::vector<Row> kRows = {
      {"--model", "num_key_value_heads", "num_attention_heads", "divide"}},
     {"KvHeadsDividing", "--model @/kv_ok.json --preset fsdp2 --schedule sync", 0, {"1 cases on backend host"}},
     {"DirectoryNamedJson", "--model @/x.json", 2, {"--model", "is a directory"}},
+    {"DeviceAsModel", "--model /dev/zero", 2, {"--model", "is not a regular file"}},
     {"WideUnitIsQuotedShort", "--model @/wide_unit.json", 2, {"--model", "unit 0 must be an object", "..."}},
     // Item 9: list flags never take an empty element or the next flag as their value.
     {"ModelComma", "--model , --steps 2", 2, {"--model", "empty"}},
