@@ -69,8 +69,8 @@ trace_mode=first   # first: the first measured step of each case; full: every st
 bench_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --name) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--name needs a value"; name=$2; shift 2 ;;
-    --name=*) name=${1#--name=}; shift ;;
+    --name) [[ $# -ge 2 && -n "$2" ]] || SA_DIE_CODE=2 sa_die "--name needs a value (a folder name under reports/)"; name=$2; shift 2 ;;
+    --name=*) name=${1#--name=}; [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--name= is empty: give a folder name under reports/"; shift ;;
     --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
     --part=*) part=${1#--part=}; shift ;;
     --no-install) install=0; shift ;;

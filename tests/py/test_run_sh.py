@@ -109,3 +109,12 @@ def test_part_goes_to_its_own_folder_and_needs_a_name(name):
         proc = _run_sh(*bad, "--", *two)
         assert proc.returncode == 2, (bad, proc.stderr)
         assert "--part" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--name", ""], ["--name="]])
+def test_an_empty_name_is_refused(args):
+    """run.sh --name "" used to run under a timestamped name, exit 0: an empty value is bad input."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "run.sh"), "--no-install", *args], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "--name" in proc.stderr and "folder name" in proc.stderr
