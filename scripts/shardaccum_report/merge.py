@@ -211,6 +211,8 @@ def merge_main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from .atomic import write_text_atomic
         out = args.out.resolve()
+        if out.is_dir():
+            raise InputError(str(args.out), "--out is a directory; give a file name such as merged.json")
         for p in args.parts:
             if p.resolve() == out:
                 raise InputError(str(args.out), "--out names one of the inputs; give another file")

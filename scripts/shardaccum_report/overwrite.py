@@ -17,8 +17,11 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def refuse_output_over_inputs(output: str | Path, inputs: list[str | Path], flag: str) -> None:
-    """Raises InputError when `output` (given with `flag`, e.g. "--out") is one of `inputs`."""
+    """Raises InputError when `output` (given with `flag`, e.g. "--out") is one of `inputs`, or a
+    directory (a file is written there, never into a folder)."""
     out = Path(output)
+    if out.is_dir():
+        raise InputError("", f"{flag} {output}: is a directory; give a file name such as compare.md")
     for given in inputs:
         if _same_file(out, Path(given)):
             raise InputError("", f"{flag} {output}: is the input {given}; writing it would destroy the input: "

@@ -106,3 +106,12 @@ def test_compare_out_through_links_writes_their_end_and_keeps_them(pair):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "stdout").is_symlink()
     assert "# shardaccum compare" in proc.stdout
+
+
+@pytest.mark.parametrize("tool", ["compare.py", "merge.py"])
+def test_out_naming_a_directory_is_refused_naming_the_flag(tmp_path, tool):
+    """--out DIR used to fail on the temporary file's name ("... .tmp-XXXX: Is a directory")."""
+    args = [HOST_FIXTURE, HOST_FIXTURE] if tool == "compare.py" else [HOST_FIXTURE]
+    proc = run_script(tool, *args, "--out", tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "--out" in proc.stderr and "is a directory" in proc.stderr
