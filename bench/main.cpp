@@ -60,7 +60,7 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
 /// hash (FNV-1a, 64 bits) of the executable's bytes, the names of the cases that will run, and the
 /// settings that change what a step does. Compared through the rendezvous.
 [[maybe_unused]] std::string build_hash(const std::vector<std::string>& run_names, const BenchOptions& o,
-                       const std::string& reps) {
+                       const std::string& reps, const std::map<std::string, std::string>& skips) {
   uint64_t h = 1469598103934665603ull;
   const auto mix = [&](const char* p, size_t n) {
     for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(p[i])) * 1099511628211ull;
@@ -73,9 +73,13 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
                          " cupti=" + o.cupti + " ceilings=" + o.ceilings + " trace_steps=" +
                          std::to_string(o.trace_steps) + "\n";
   for (const auto& n : run_names) settings += n + "\n";
+  // Cases this process skips as not fitting its host: a process of another host that would run them
+  // must not wait for it in their collectives.
+  for (const auto& [n, why] : skips) settings += "skip " + n + "\n";
   mix(settings.data(), settings.size());
-  char out[40];
-  std::snprintf(out, sizeof out, "%016llx/%zu-cases", static_cast<unsigned long long>(h), run_names.size());
+  char out[64];
+  std::snprintf(out, sizeof out, "%016llx/%zu-cases/%zu-skipped", static_cast<unsigned long long>(h),
+                run_names.size(), skips.size());
   return out;
 }
 
@@ -110,10 +114,11 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
 
 /// The cases that cannot fit this machine by the model (name -> message), decided before any
 /// backend exists, so that no arena is pinned for them: host memory, and the devices' free memory
-/// with only their primary contexts (`device`: this process's GPU under a multi-process launch).
+/// with only their primary contexts (one process of every rank; a multi-process launch checks its
+/// devices per case, agreed across processes).
 /// Each case's device side is checked again once its world has started (bench_cases.cpp).
 std::map<std::string, std::string> up_front_fit_skips(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
-                                                  bool processes, [[maybe_unused]] int local_rank, MemoryBudget& budget) {
+                                                  bool processes, MemoryBudget& budget) {
   budget.host_available_bytes = host_memory_available();
   budget.host_margin_bytes = host_memory_margin(budget.host_available_bytes);
   budget.host_backend = choice.name == "host";
@@ -122,13 +127,15 @@ std::map<std::string, std::string> up_front_fit_skips(const std::vector<CaseSpec
 #if defined(SHARDACCUM_HAVE_CUDA)
   // The devices' free memory before any world starts (primary contexts only): NCCL and the pool
   // take more later, which each case's own check then sees (bench_cases.cpp).
-  if (choice.name == "cuda") {
+  // Under a multi-process launch only the per-case check (bench_cases.cpp) reads the devices: its
+  // figure is gathered from every process, so all of them skip alike.
+  if (choice.name == "cuda" && !processes) {
     int w = 1;
-    for (const auto& c : cases) w = std::max(w, processes ? 1 : c.world_size);
+    for (const auto& c : cases) w = std::max(w, c.world_size);
     const int gpus = cuda_device_count();
     uint64_t least = UINT64_MAX;
     for (int d = 0; d < std::min(w, gpus); ++d)
-      least = std::min(least, cuda_device_free_bytes(processes ? local_rank % gpus : d));
+      least = std::min(least, cuda_device_free_bytes(d));
     budget.device_free_bytes = least == UINT64_MAX ? 0 : least;
   }
 #endif
@@ -270,7 +277,7 @@ int main(int argc, char** argv) {
   if (!reps.empty()) to_run *= std::max(1, std::atoi(reps.c_str()));
 
   MemoryBudget budget;
-  std::map<std::string, std::string> skips = up_front_fit_skips(cases, choice, processes, launch.local_rank, budget);
+  std::map<std::string, std::string> skips = up_front_fit_skips(cases, choice, processes, budget);
   // Pin, once and up front, what the most demanding case that fits needs (the model's peak, with
   // the cuda backend's pending CPU adds), rather than growing the arena inside a measured step.
   uint64_t pinned_hint = 0;
@@ -286,7 +293,7 @@ int main(int argc, char** argv) {
     try {
       std::vector<uint8_t> id;
       if (launch.rank == 0) id = nccl_unique_id();
-      id = exchange(rendezvous, launch, id, build_hash(run_names, opts, reps), opts.timeout_s);
+      id = exchange(rendezvous, launch, id, build_hash(run_names, opts, reps, skips), opts.timeout_s);
       const int gpus = cuda_device_count();
       pool.set_process(launch.rank, gpus > 0 ? launch.local_rank % gpus : 0, std::move(id));
     } catch (const std::exception& e) {
