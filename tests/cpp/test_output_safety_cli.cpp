@@ -96,18 +96,26 @@ TEST_F(OutputSafety, AStaleTemporaryIsRemovedButALiveRunsIsNot) {
   EXPECT_FALSE(fs::exists(f + ".lock")) << "the lock file is removed when the run ends";
 }
 
+/// Starts a long run writing `dir`/`file` through `flag` (e.g. "--benchmark_out=", "--trace "), then a
+/// short one on the same file: the second is refused (exit 2, the first's pid named), the first ends
+/// well and its output is the one kept; returns that output's text.
+std::string second_writer_is_refused(const std::string& dir, const std::string& flag, const std::string& file) {
+  const std::string f = dir + "/" + file;
+  start_background(dir, "", kLong + flag + f);
+  EXPECT_TRUE(wait_for_text(dir + "/ERR", "backend: host", 60)) << slurp(dir + "/ERR");
+  const std::string first = std::to_string(std::stoi(slurp(dir + "/PID")));
+  const int rc = run_shell(bench_command(kSmall + flag + f) + " >/dev/null 2>" + dir + "/err");
+  EXPECT_EQ(rc, 2) << slurp(dir + "/err");
+  EXPECT_NE(slurp(dir + "/err").find(flag + f + ": another shardaccum_bench (pid " + first + ") is writing " + f),
+            std::string::npos) << slurp(dir + "/err");
+  EXPECT_TRUE(wait_for_text(dir + "/RC", "\n", 120));
+  EXPECT_EQ(slurp(dir + "/RC"), "0\n") << slurp(dir + "/ERR");
+  EXPECT_FALSE(fs::exists(f + ".lock")) << "the lock file is removed when the run ends";
+  return slurp(f);
+}
+
 TEST_F(OutputSafety, ASecondRunWritingTheSameFileIsRefused) {
-  const std::string f = dir_ + "/run.json";
-  start_background(dir_, "", kLong + "--benchmark_out=" + f);
-  ASSERT_TRUE(wait_for_text(dir_ + "/ERR", "backend: host", 60)) << slurp(dir_ + "/ERR");
-  const std::string first = std::to_string(std::stoi(slurp(dir_ + "/PID")));
-  const int rc = run_shell(bench_command(kSmall + "--benchmark_out=" + f) + " >/dev/null 2>" + dir_ + "/err");
-  EXPECT_EQ(rc, 2) << slurp(dir_ + "/err");
-  EXPECT_NE(slurp(dir_ + "/err").find("another shardaccum_bench (pid " + first + ") is writing " + f),
-            std::string::npos) << slurp(dir_ + "/err");
-  ASSERT_TRUE(wait_for_text(dir_ + "/RC", "\n", 120));
-  EXPECT_EQ(slurp(dir_ + "/RC"), "0\n") << slurp(dir_ + "/ERR");
-  const auto j = nlohmann::json::parse(slurp(f));
+  const auto j = nlohmann::json::parse(second_writer_is_refused(dir_, "--benchmark_out=", "run.json"));
   EXPECT_NE(j.at("context").at("command").get<std::string>().find("--steps 40"), std::string::npos)
       << "the first run's result is the one kept";
 }
@@ -115,19 +123,8 @@ TEST_F(OutputSafety, ASecondRunWritingTheSameFileIsRefused) {
 TEST_F(OutputSafety, ASecondRunTracingIntoTheSameFileIsRefused) {
   // The trace takes the same lock as --benchmark_out: before, both runs said "wrote trace" and the
   // faster one's trace was gone.
-  const std::string f = dir_ + "/trace.json";
-  start_background(dir_, "", kLong + "--trace " + f);
-  ASSERT_TRUE(wait_for_text(dir_ + "/ERR", "backend: host", 60)) << slurp(dir_ + "/ERR");
-  const std::string first = std::to_string(std::stoi(slurp(dir_ + "/PID")));
-  const int rc = run_shell(bench_command(kSmall + "--trace " + f) + " >/dev/null 2>" + dir_ + "/err");
-  EXPECT_EQ(rc, 2) << slurp(dir_ + "/err");
-  EXPECT_NE(slurp(dir_ + "/err").find("--trace " + f + ": another shardaccum_bench (pid " + first + ") is writing " + f),
-            std::string::npos) << slurp(dir_ + "/err");
-  ASSERT_TRUE(wait_for_text(dir_ + "/RC", "\n", 120));
-  EXPECT_EQ(slurp(dir_ + "/RC"), "0\n") << slurp(dir_ + "/ERR");
-  const auto j = nlohmann::json::parse(slurp(f));
+  const auto j = nlohmann::json::parse(second_writer_is_refused(dir_, "--trace ", "trace.json"));
   EXPECT_NE(j.dump().find("--steps 40"), std::string::npos) << "the first run's trace is the one kept";
-  EXPECT_FALSE(fs::exists(f + ".lock"));
 }
 
 }  // namespace
