@@ -82,8 +82,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
     Totals t;
     std::vector<Totals> ranks(spec.world_size);  // every rank's own figures (gathered across processes)
-    const double bound = error_bound(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
-    CaseVerdict verdict;
+    CaseVerdict verdict(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
     for (auto _ : st) {
       // The check runs after the step's end_step (StepDriver::run_step): outside its timed window.
       const bool check = checks_step(s.check, t.steps, s.steps);
@@ -91,9 +90,9 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
       st.SetIterationTime(rep.max.step_ms * 1e-3);
       t.add(rep.max);
       for (size_t r = 0; r < ranks.size() && r < rep.per_rank.size(); ++r) ranks[r].add(rep.per_rank[r]);
-      if (check) verdict.add(rep.oracle, bound);
+      if (check) verdict.add(rep.oracle);
     }
-    const double max_err = verdict.max_rel_err;
+    const double max_err = verdict.max_rel_err();
     const bool correct = verdict.correct();
     auto& c = st.counters;
     const auto phase = [&](Phase p) { return t.per_step(t.sum.phase_ms[static_cast<int>(p)]); };
@@ -146,7 +145,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const SuiteSettings& s
       }
     }
     c["max_rel_err"] = max_err;
-    c["err_bound"] = bound;
+    c["err_bound"] = verdict.bound();
     c["correct"] = correct ? 1 : 0;
     // Each phase against its ceiling measured in this run (cuda backend only).
     const nlohmann::json ctx = backend.context();

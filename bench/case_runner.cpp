@@ -24,15 +24,6 @@ bool checks_step(CheckMode mode, int index, int steps) {
   return mode == CheckMode::every || index + 1 == steps;
 }
 
-void CaseVerdict::add(const std::vector<OracleResult>& per_rank, double bound) {
-  if (per_rank.empty()) return;
-  ++checked_steps;
-  for (const OracleResult& o : per_rank) {
-    const double e = o.rel_err();
-    max_rel_err = std::max(max_rel_err, std::isfinite(e) ? e : INFINITY);
-    all_correct = all_correct && is_correct(o, bound);
-  }
-}
 
 CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
     : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {

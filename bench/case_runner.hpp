@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "strategies/model.hpp"
+#include "strategies/oracle.hpp"
+#include "strategies/step_driver.hpp"
 
 namespace shardaccum {
 
@@ -27,16 +29,6 @@ const char* check_mode_name(CheckMode m);
 /// Whether measured step `index` (0-based, of `steps`) is checked under `mode`.
 bool checks_step(CheckMode mode, int index, int steps);
 
-/// A case's verdict over its checked steps: correct only when at least one step was checked and
-/// every rank of every checked step is correct (is_correct); max_rel_err is the max over them
-/// (infinity for a NaN or Inf error).
-struct CaseVerdict {
-  int checked_steps = 0;
-  bool all_correct = true;
-  double max_rel_err = 0;
-  void add(const std::vector<OracleResult>& per_rank, double bound);
-  bool correct() const { return checked_steps > 0 && all_correct; }
-};
 
 class CaseRunner {
  public:

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "strategies/layout.hpp"
+#include "common/layout.hpp"
 
 namespace shardaccum {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "profiling/trace.hpp"
-#include "strategies/backend/backend.hpp"
+#include "common/streams.hpp"
 
 namespace shardaccum::nvtx {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strategies/backend/backend.hpp"
+#include "common/streams.hpp"
 
 namespace shardaccum::trace {
 

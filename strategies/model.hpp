@@ -4,7 +4,7 @@
 // the backend's accounting, which it is compared against.
 #include <cstdint>
 
-#include "strategies/step_driver.hpp"
+#include "strategies/case_plan.hpp"
 
 namespace shardaccum {
 

@@ -7,64 +7,6 @@
 
 namespace shardaccum {
 
-double OracleResult::rel_err() const {
-  if (ref_norm2 > 0) return std::sqrt(err_norm2 / ref_norm2);
-  return std::sqrt(err_norm2);
-}
-
-void OracleResult::merge(const ShardCheck& c) {
-  const double unit = c.ref_norm2 > 0 ? std::sqrt(c.err_norm2 / c.ref_norm2) : std::sqrt(c.err_norm2);
-  max_unit_rel_err = std::max(max_unit_rel_err, std::isnan(unit) ? INFINITY : unit);
-  err_norm2 += c.err_norm2;
-  ref_norm2 += c.ref_norm2;
-  nonfinite += c.nonfinite;
-  bad_padding += c.bad_padding;
-}
-
-void OracleResult::merge(const OracleResult& o) {
-  max_unit_rel_err = std::max(max_unit_rel_err, o.max_unit_rel_err);
-  err_norm2 += o.err_norm2;
-  ref_norm2 += o.ref_norm2;
-  nonfinite += o.nonfinite;
-  bad_padding += o.bad_padding;
-}
-
-namespace {
-bool any_bf16(const DTypeTriple& t) {
-  return t.grad == DType::bf16 || t.reduce == DType::bf16 || t.accum == DType::bf16;
-}
-}  // namespace
-
-uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size) {
-  if (!any_bf16(t)) return 4;  // fp32 holds sums of 4*K*N/8 exactly far beyond any real K*N
-  const int64_t terms = static_cast<int64_t>(k) * world_size;
-  return static_cast<uint8_t>(std::clamp<int64_t>(256 / std::max<int64_t>(terms, 1), 1, 4));
-}
-
-bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size) {
-  if (gen != GenMode::dyadic) return false;
-  const int64_t terms = static_cast<int64_t>(k) * world_size;
-  return !any_bf16(t) ? terms * 4 <= (int64_t{1} << 24) : terms * dyadic_range(t, k, world_size) <= 256;
-}
-
-double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size) {
-  const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce);
-  const double roundings =
-      sums_exact(t, gen, k, world_size) ? ua : k * world_size * ur + k * ua + ua;
-  return 2.0 * roundings;  // x2: the norm-wise error of per-element bounds, with headroom
-}
-
-bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size) {
-  const double bound = error_bound(t, gen, k, world_size);
-  if (sums_exact(t, gen, k, world_size) && bound >= 0.25 / k) return false;  // a witness's 1/K
-  return bound < 0.5 * std::sqrt(1.0 / k);
-}
-
-bool is_correct(const OracleResult& r, double bound) {
-  return r.nonfinite == 0 && r.bad_padding == 0 && std::isfinite(r.rel_err()) && r.rel_err() <= bound &&
-         r.max_unit_rel_err <= bound;
-}
-
 StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
     : be_(be),
       plan_(plan),

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strategies/dtype.hpp"
+#include "common/dtype.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/unit_grad.hpp"
 

@@ -16,115 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "strategies/dtype.hpp"
-#include "strategies/gradient_gen.hpp"
+#include "common/buffer.hpp"
+#include "common/dtype.hpp"
+#include "common/errors.hpp"
+#include "common/gradient_gen.hpp"
+#include "common/memory_space.hpp"
+#include "common/shard_check.hpp"
+#include "common/step_metrics.hpp"
+#include "common/streams.hpp"
 
 namespace shardaccum {
 
-enum class MemSpace : uint8_t { device, pinned_host };
-inline const char* space_name(MemSpace s) { return s == MemSpace::device ? "device" : "pinned_host"; }
-
-/// Direction of a counted copy, from the spaces of source and destination.
-enum class CopyDir : uint8_t { h2d, d2h, d2d };
-
-/// The three streams of a rank (docs/DESIGN.md §2). The host backend executes everything in order.
-enum class Stream : uint8_t { compute, comm, copy };
-
-/// The phases that time is attributed to (NVTX names and JSON counter prefixes).
-enum class Phase : uint8_t { backward, reduce_scatter, accumulate, h2d, d2h, cpu_add, finalize };
-inline constexpr int kPhaseCount = 7;
-inline const char* phase_name(Phase p) {
-  constexpr const char* names[kPhaseCount] = {"backward", "reduce_scatter", "accumulate", "h2d",
-                                              "d2h",      "cpu_add",        "finalize"};
-  return names[static_cast<int>(p)];
-}
-
-class RankBackend;
-
-/// A buffer in one memory space: move-only, returned to its backend (and poisoned) on destruction.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(RankBackend* owner, void* data, MemSpace space, DType dtype, uint64_t numel)
-      : owner_(owner), data_(data), space_(space), dtype_(dtype), numel_(numel) {}
-  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
-  Buffer& operator=(Buffer&& o) noexcept;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { reset(); }
-
-  void reset();  // frees now ("really freed": the arena's current bytes drop)
-  explicit operator bool() const { return data_ != nullptr; }
-  void* data() const { return data_; }
-  MemSpace space() const { return space_; }
-  DType dtype() const { return dtype_; }
-  uint64_t numel() const { return numel_; }
-  uint64_t bytes() const { return numel_ * dtype_bytes(dtype_); }
-
- private:
-  RankBackend* owner_ = nullptr;
-  void* data_ = nullptr;
-  MemSpace space_ = MemSpace::device;
-  DType dtype_ = DType::fp32;
-  uint64_t numel_ = 0;
-};
-
-/// An ordering point on a stream; `wait` makes another stream (or the host) wait for it.
-struct Event {
-  uint64_t id = 0;
-};
-
-/// What one rank measured over one step (or the sum of several), per step and rank.
-struct StepMetrics {
-  double step_ms = 0;                        // wall of the step on this rank (host or GPU time)
-  std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
-  uint64_t h2d_bytes = 0, d2h_bytes = 0;     // counted where the copies are issued
-  uint64_t nccl_input_bytes = 0;             // sum of reduce-scatter input sizes
-  uint64_t reduce_scatter_calls = 0;
-  /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
-  /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
-  uint64_t accumulate_bytes = 0, cpu_add_bytes = 0;
-  /// With a CUPTI collector: h2d_bytes/d2h_bytes are CUPTI's MEMCPY records of the step, the
-  /// backend's own accounting stays in accounted_*; kernel times are CUPTI's (else 0).
-  bool bytes_from_cupti = false;
-  uint64_t accounted_h2d_bytes = 0, accounted_d2h_bytes = 0;
-  double nccl_kernel_ms = 0, accumulate_kernel_ms = 0, generate_kernel_ms = 0;
-
-  /// Folds `o` in field by field with `op` (a max over ranks, a sum over steps); the peaks always
-  /// take the max and bytes_from_cupti the or.
-  template <class Op>
-  void fold(const StepMetrics& o, Op op) {
-    step_ms = op(step_ms, o.step_ms);
-    for (int p = 0; p < kPhaseCount; ++p) phase_ms[p] = op(phase_ms[p], o.phase_ms[p]);
-    for (auto f : {&StepMetrics::h2d_bytes, &StepMetrics::d2h_bytes, &StepMetrics::nccl_input_bytes,
-                   &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
-                   &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
-                   &StepMetrics::accounted_d2h_bytes})
-      this->*f = op(this->*f, o.*f);
-    for (auto f : {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
-                   &StepMetrics::generate_kernel_ms})
-      this->*f = op(this->*f, o.*f);
-    peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
-    peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);
-    bytes_from_cupti = bytes_from_cupti || o.bytes_from_cupti;
-  }
-  uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
-};
-
-/// Summary of the oracle comparison of one shard (docs/DESIGN.md §5).
-struct ShardCheck {
-  double err_norm2 = 0;   // sum over the shard of (out - ref)^2
-  double ref_norm2 = 0;   // sum of ref^2
-  uint64_t nonfinite = 0;  // NaN or Inf elements
-  uint64_t bad_padding = 0;  // padding elements that are not exactly zero
-};
-
-/// Thrown by a backend for a misuse the strategies must never commit (wrong space, size, dtype).
-struct BackendError : std::logic_error {
-  using std::logic_error::logic_error;
-};
-
-/// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
 /// What one rank holds between steps: levels, not peaks, read when the rank's streams are idle, so
 /// that a long run can be checked to stay flat (the same figures at step 2 and step 60). 0 where a
 /// backend has no such thing (the host backend has no device, pool or events).
@@ -142,9 +44,10 @@ struct MemorySnapshot {
 /// The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
 uint64_t process_rss_bytes() noexcept;
 
-class RankBackend {
+/// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
+class RankBackend : public BufferOwner {
  public:
-  virtual ~RankBackend() = default;
+  ~RankBackend() override = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
 
@@ -187,8 +90,8 @@ class RankBackend {
   virtual void begin_step() = 0;
   virtual StepMetrics end_step() = 0;  // waits for the rank's streams, returns this step's figures
 
-  /// Called by Buffer::reset; not for strategies.
-  virtual void release(Buffer& b) noexcept = 0;
+  /// Called by Buffer::reset; not for strategies (BufferOwner).
+  void release(Buffer& b) noexcept override = 0;
 
   /// What the rank holds now (call between steps, on the rank's thread).
   virtual MemorySnapshot memory_snapshot() {

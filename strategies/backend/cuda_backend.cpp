@@ -16,7 +16,7 @@
 #include "strategies/backend/cuda_backend_impl.hpp"
 #include "profiling/nvtx.hpp"
 #include "profiling/trace.hpp"
-#include "strategies/unit_grad.hpp"
+#include "common/errors.hpp"
 
 namespace shardaccum {
 namespace cuda {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "strategies/unit_grad.hpp"
+#include "common/errors.hpp"
 
 namespace shardaccum::cuda {
 

@@ -216,26 +216,16 @@ __device__ CheckSums block_sum(CheckSums c) {
   return c;
 }
 
-// The host backend's rules: a nonfinite element counts as such only; a nonzero padding element
-// as bad padding only; every other element adds its squared error; every element adds ref^2.
+// check_element (common/shard_check.hpp): the host backend's rule, element by element.
 template <DType T>
 __global__ void check_kernel(const void* shard, uint64_t n, uint64_t j0, OracleKey key,
                              const uint64_t* prefixes, CheckSums* partials) {
   CheckSums c{0, 0, 0, 0};
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < n;
-       j += stride) {
-    const double v = load1<T>(shard, j);
-    const uint64_t jg = j0 + j;
-    const double e = expected_value(key, prefixes, jg);
-    if (!isfinite(v))
-      ++c.nonfinite;
-    else if (key.shard_offset + jg >= key.numel && v != 0.0)
-      ++c.bad_padding;
-    else
-      c.err_norm2 += (v - e) * (v - e);
-    c.ref_norm2 += e * e;
-  }
+       j += stride)
+    check_element(key, prefixes, j0 + j, load1<T>(shard, j), c.err_norm2, c.ref_norm2, c.nonfinite,
+                  c.bad_padding);
   c = block_sum(c);
   if (threadIdx.x == 0) partials[blockIdx.x] = c;
 }

@@ -5,8 +5,9 @@
 
 #include <cstdint>
 
-#include "strategies/dtype.hpp"
-#include "strategies/gradient_gen.hpp"
+#include "common/dtype.hpp"
+#include "common/gradient_gen.hpp"
+#include "common/shard_check.hpp"
 
 namespace shardaccum::cuda {
 

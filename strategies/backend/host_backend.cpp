@@ -15,7 +15,7 @@
 
 #include "profiling/trace.hpp"
 #include "strategies/backend/host_elements.hpp"
-#include "strategies/unit_grad.hpp"
+#include "common/errors.hpp"
 
 namespace shardaccum {
 namespace detail {
@@ -224,12 +224,8 @@ class HostRank final : public RankBackend {
     const std::vector<uint64_t> prefixes = oracle_prefixes(key);
 #pragma omp parallel for num_threads(threads_) reduction(+ : err, ref, nonfinite, bad_padding)
     for (int64_t j = 0; j < n; ++j) {
-      const double v = detail::load(p, t, j);
-      const double e = expected_value(key, prefixes.data(), j);
-      if (!std::isfinite(v)) ++nonfinite;
-      else if (key.shard_offset + j >= key.numel && v != 0.0) ++bad_padding;
-      else err += (v - e) * (v - e);
-      ref += e * e;
+      check_element(key, prefixes.data(), static_cast<uint64_t>(j), detail::load(p, t, j), err, ref, nonfinite,
+                    bad_padding);
     }
     c.err_norm2 = err;
     c.ref_norm2 = ref;

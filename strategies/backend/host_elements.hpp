@@ -2,7 +2,7 @@
 // Element access by dtype for host loops (fp32 as is, bf16 through its bit pattern).
 #include <cstdint>
 
-#include "strategies/dtype.hpp"
+#include "common/dtype.hpp"
 
 namespace shardaccum::detail {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "strategies/backend/cuda_backend.hpp"
-#include "strategies/layout.hpp"
+#include "common/layout.hpp"
 #include "strategies/unit_grad.hpp"
 
 namespace shardaccum {

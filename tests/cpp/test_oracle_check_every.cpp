@@ -26,12 +26,11 @@ CaseVerdict run_measured(Backend& be, CheckMode mode) {
   CaseRunner runner(be, plan);
   uint32_t step = 0;
   for (int w = 0; w < kWarmup; ++w) runner.step(step++, false);
-  const double bound = error_bound(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
-  CaseVerdict v;
+  CaseVerdict v(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
   for (int i = 0; i < kSteps; ++i) {
     const bool check = checks_step(mode, i, kSteps);
     StepReport rep = runner.step(step++, check);
-    if (check) v.add(rep.oracle, bound);
+    if (check) v.add(rep.oracle);
   }
   return v;
 }
@@ -46,18 +45,18 @@ TEST(OracleCheckEvery, DefaultIsEvery) { EXPECT_EQ(SuiteSettings{}.check, CheckM
 TEST(OracleCheckEvery, WithoutAFaultBothModesAreCorrect) {
   const CaseVerdict every = run_with_fault([](int) { return false; }, CheckMode::every);
   EXPECT_TRUE(every.correct());
-  EXPECT_EQ(every.checked_steps, kSteps);
-  EXPECT_EQ(every.max_rel_err, 0.0);  // dyadic sums, N = 2: exact
+  EXPECT_EQ(every.checked_steps(), kSteps);
+  EXPECT_EQ(every.max_rel_err(), 0.0);  // dyadic sums, N = 2: exact
   const CaseVerdict last = run_with_fault([](int) { return false; }, CheckMode::last);
   EXPECT_TRUE(last.correct());
-  EXPECT_EQ(last.checked_steps, 1);
+  EXPECT_EQ(last.checked_steps(), 1);
 }
 
 TEST(OracleCheckEvery, WrongOnlyOnTheFirstMeasuredStepIsCaughtByEveryMissedByLast) {
   const auto first = [](int s) { return s == kWarmup; };
   const CaseVerdict every = run_with_fault(first, CheckMode::every);
   EXPECT_FALSE(every.correct());
-  EXPECT_EQ(every.max_rel_err, 1.0);  // the shard doubled: ||2e - e|| / ||e|| = 1
+  EXPECT_EQ(every.max_rel_err(), 1.0);  // the shard doubled: ||2e - e|| / ||e|| = 1
   EXPECT_TRUE(run_with_fault(first, CheckMode::last).correct());
 }
 
@@ -74,9 +73,9 @@ TEST(OracleCheckEvery, WrongFromStepThreeOnIsCaughtByBoth) {
 }
 
 TEST(OracleCheckEvery, VerdictWithoutACheckedStepIsNotCorrect) {
-  CaseVerdict v;
-  v.add({}, 1e-7);  // an unchecked step carries no oracle result
-  EXPECT_EQ(v.checked_steps, 0);
+  CaseVerdict v(parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 4, 2);
+  v.add({});  // an unchecked step carries no oracle result
+  EXPECT_EQ(v.checked_steps(), 0);
   EXPECT_FALSE(v.correct());
 }
 

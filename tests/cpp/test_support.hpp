@@ -34,11 +34,10 @@ inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   Outcome o;
   o.measured = rep.max;
   o.model = predict(plan, be.world_size());
-  const double bound = error_bound(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
-  for (const OracleResult& r : rep.oracle) {
-    o.max_rel_err = std::max(o.max_rel_err, r.rel_err());
-    o.correct = o.correct && is_correct(r, bound);
-  }
+  CaseVerdict verdict(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
+  verdict.add(rep.oracle);
+  o.max_rel_err = verdict.max_rel_err();
+  o.correct = verdict.correct();
   return o;
 }
 

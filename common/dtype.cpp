@@ -1,4 +1,4 @@
-#include "strategies/dtype.hpp"
+#include "common/dtype.hpp"
 
 #include <stdexcept>
 

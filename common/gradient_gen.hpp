@@ -30,7 +30,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "strategies/dtype.hpp"
+#include "common/dtype.hpp"
 
 namespace shardaccum {
 

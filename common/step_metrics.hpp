@@ -1,0 +1,47 @@
+#pragma once
+// What one rank measured over one step (docs/DESIGN.md §6, §7).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include "common/streams.hpp"
+
+namespace shardaccum {
+
+/// What one rank measured over one step (or the sum of several), per step and rank.
+struct StepMetrics {
+  double step_ms = 0;                        // wall of the step on this rank (host or GPU time)
+  std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;     // counted where the copies are issued
+  uint64_t nccl_input_bytes = 0;             // sum of reduce-scatter input sizes
+  uint64_t reduce_scatter_calls = 0;
+  /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
+  /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
+  uint64_t accumulate_bytes = 0, cpu_add_bytes = 0;
+  /// With a CUPTI collector: h2d_bytes/d2h_bytes are CUPTI's MEMCPY records of the step, the
+  /// backend's own accounting stays in accounted_*; kernel times are CUPTI's (else 0).
+  bool bytes_from_cupti = false;
+  uint64_t accounted_h2d_bytes = 0, accounted_d2h_bytes = 0;
+  double nccl_kernel_ms = 0, accumulate_kernel_ms = 0, generate_kernel_ms = 0;
+
+  /// Folds `o` in field by field with `op` (a max over ranks, a sum over steps); the peaks always
+  /// take the max and bytes_from_cupti the or.
+  template <class Op>
+  void fold(const StepMetrics& o, Op op) {
+    step_ms = op(step_ms, o.step_ms);
+    for (int p = 0; p < kPhaseCount; ++p) phase_ms[p] = op(phase_ms[p], o.phase_ms[p]);
+    for (auto f : {&StepMetrics::h2d_bytes, &StepMetrics::d2h_bytes, &StepMetrics::nccl_input_bytes,
+                   &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
+                   &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
+                   &StepMetrics::accounted_d2h_bytes})
+      this->*f = op(this->*f, o.*f);
+    for (auto f : {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
+                   &StepMetrics::generate_kernel_ms})
+      this->*f = op(this->*f, o.*f);
+    peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
+    peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);
+    bytes_from_cupti = bytes_from_cupti || o.bytes_from_cupti;
+  }
+  uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
+};
+
+}  // namespace shardaccum

@@ -1,0 +1,25 @@
+#pragma once
+// The streams a rank issues work on, the events that order them, and the phases time is
+// attributed to (docs/DESIGN.md §2, §6).
+#include <cstdint>
+
+namespace shardaccum {
+
+/// The three streams of a rank (docs/DESIGN.md §2). The host backend executes everything in order.
+enum class Stream : uint8_t { compute, comm, copy };
+
+/// The phases that time is attributed to (NVTX names and JSON counter prefixes).
+enum class Phase : uint8_t { backward, reduce_scatter, accumulate, h2d, d2h, cpu_add, finalize };
+inline constexpr int kPhaseCount = 7;
+inline const char* phase_name(Phase p) {
+  constexpr const char* names[kPhaseCount] = {"backward", "reduce_scatter", "accumulate", "h2d",
+                                              "d2h",      "cpu_add",        "finalize"};
+  return names[static_cast<int>(p)];
+}
+
+/// An ordering point on a stream; `wait` makes another stream (or the host) wait for it.
+struct Event {
+  uint64_t id = 0;
+};
+
+}  // namespace shardaccum
