@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/buffer.hpp"
+#include "common/ceilings.hpp"
 #include "common/dtype.hpp"
 #include "common/errors.hpp"
 #include "common/gradient_gen.hpp"
@@ -111,6 +112,9 @@ class Backend {
   virtual void run(const std::function<void(RankBackend&)>& fn) = 0;
   /// What the JSON context records about this backend: devices, ceilings, time domain.
   virtual nlohmann::json context() const = 0;
+  /// The ceilings measured at start (all 0 when none were: the host backend, --ceilings off). The
+  /// same figures as context()'s ceiling_* keys, typed.
+  virtual Ceilings ceilings() const { return {}; }
   /// True when step_ms and phase times are GPU (event) times; false for host wall-clock.
   virtual bool gpu_times() const = 0;
   /// Host tasks (RankBackend::host_task) that may still be pending when host_task returns; 0 when
