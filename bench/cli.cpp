@@ -11,33 +11,56 @@
 
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
+#include "strategies/default_matrix.hpp"
+#include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
 namespace {
 
-const char* kDescription = R"(shardaccum_bench: sharded gradient accumulation, strategy by strategy.
+/// The registered values of an axis, one per line with what it follows (the help's axis section).
+template <class Interface>
+std::string axis_help(const std::vector<std::string>& defaults) {
+  std::string out = "  " + std::string(Interface::kAxis) + ":\n";
+  for (const auto& e : AxisRegistry<Interface>::get().entries()) {
+    const bool in_default = std::find(defaults.begin(), defaults.end(), e.info.name) != defaults.end();
+    out += "    " + e.info.name + (in_default ? "" : " (not in the default matrix)") + ": " + e.info.description +
+           " [" + e.info.follows + "]\n";
+  }
+  return out;
+}
+
+std::string description() {
+  const DefaultMatrix& d = default_matrix();
+  std::string presets;
+  for (const PresetInfo& p : PresetRegistry::get().entries())
+    presets += "    " + p.name + " = " + p.spec.binding + "/" + p.spec.offload + "/" + p.spec.mode +
+               (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) + ": " + p.follows + "\n";
+  std::string schedules;
+  for (const CanonicalSchedule& c : kCanonicalSchedules) schedules += "    " + std::string(c.name) + ": " + c.description + "\n";
+  return R"(shardaccum_bench: sharded gradient accumulation, strategy by strategy.
 
 Every case runs one warm-up and --steps measured optimizer steps of K micro-batches on every rank,
 checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
-beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all`.
+beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all` (every
+registered value); without the flag an axis takes the default matrix's values.
 
 Axes (docs/DESIGN.md §3):
-  schedule  n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
-            strings ending in S (nnnS, nSnS) or canonical names for --k: no-sync (n^(K-1)S),
-            sync (S^K), interleaved-nosync-last (K=4: nSnS), interleaved-sync-last (K=4: SnSS).
-  binding   data: raw in-place add on the saved shard's storage (FairScale, early FSDP1);
-            data-free: a checked add that validates operands and bumps a version (FSDP1/FSDP2).
-  offload   none: saved shard on the GPU; gpu-add: H2D saved, add on GPU, D2H (DeepSpeed ZeRO);
-            cpu-add: D2H out, add on the CPU (FSDP2); copy: D2H over saved (FSDP1/FairScale bug,
-            pytorch#73784, wrong by design: the oracle must catch it).
-  mode      flag: explicit has-saved-shard state; shape: infer from the gradient's shape and
-            placement (FSDP1), blind to a shard offloaded to the host.
-  preset    fairscale = data/copy/shape, fsdp1 = data-free/copy/shape,
-            fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag (replaces the three above).
-  dtype     grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16.
+  schedule: n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
+    strings ending in S (nnnS, nSnS) or canonical names for --k:
+)" + schedules + axis_help<Binding>(d.binding) + axis_help<OffloadPolicy>(d.offload) +
+         axis_help<ModeTracking>(d.mode) + axis_help<Division>(d.division) +
+         "  preset (replaces the axis flags):\n" + presets +
+         R"(  dtype: grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16.
 
 Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_out=FILE.json
 --benchmark_out_format=json, --benchmark_repetitions=N, --benchmark_min_warmup_time, ...)";
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
 
 /// Refuses `all` next to other values: `all,fsdp2` could mean all or a typo; every axis flag alike.
 void check_all_alone(const std::vector<std::string>& v, const char* flag) {
@@ -49,19 +72,18 @@ void check_all_alone(const std::vector<std::string>& v, const char* flag) {
   }
 }
 
-template <size_t N>
-std::vector<std::string> expand(const std::vector<std::string>& values, const char* const (&all)[N],
-                                const char* flag) {
+/// An axis flag's values: the default matrix's when not given, every registered value for `all`.
+std::vector<std::string> expand(const std::vector<std::string>& values, const std::vector<std::string>& registered,
+                                const std::vector<std::string>& defaults, const char* flag) {
+  if (values.empty()) return defaults;
   std::vector<std::string> v = split_list(values, flag);
   if (v.empty()) throw CliError(std::string(flag) + " is empty: give a value or `all`");
   check_all_alone(v, flag);
-  if (v[0] == "all") return {std::begin(all), std::end(all)};
+  if (v[0] == "all") return registered;
   for (const auto& x : v)
-    if (std::none_of(std::begin(all), std::end(all), [&](const char* a) { return x == a; })) {
-      std::string list;
-      for (const char* a : all) list += std::string(list.empty() ? "" : ", ") + a;
-      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " + list + " or all)");
-    }
+    if (std::find(registered.begin(), registered.end(), x) == registered.end())
+      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " + joined(registered) +
+                     " or all)");
   return v;
 }
 
@@ -118,7 +140,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     else ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
   }
 
-  CLI::App app{kDescription, "shardaccum_bench"};
+  CLI::App app{description(), "shardaccum_bench"};
   app.get_formatter()->column_width(34);
   // Integer and seconds flags are read as text and parsed by cli_values.hpp: decimal only, one
   // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
@@ -138,10 +160,13 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "Micro-batches per step for canonical schedule names (given with a literal schedule, "
                  "it must match its length)")
       ->capture_default_str()->type_name("INT");
-  add_list(app, "--binding", o.bindings, "data, data-free or all")->capture_default_str();
-  add_list(app, "--offload", o.offloads, "none, gpu-add, cpu-add, copy or all")->capture_default_str();
-  add_list(app, "--mode", o.modes, "flag, shape or all")->capture_default_str();
-  add_list(app, "--preset", o.presets, "fairscale, fsdp1, fsdp2, zero3 or all (instead of the axes)");
+  const DefaultMatrix& dm = default_matrix();
+  add_list(app, "--binding", o.bindings, joined(BindingRegistry::get().names()) + " or all. Default: " + joined(dm.binding));
+  add_list(app, "--offload", o.offloads, joined(OffloadRegistry::get().names()) + " or all. Default: " + joined(dm.offload));
+  add_list(app, "--mode", o.modes, joined(ModeRegistry::get().names()) + " or all. Default: " + joined(dm.mode));
+  add_list(app, "--division", o.divisions,
+           joined(DivisionRegistry::get().names()) + " or all. Default: " + joined(dm.division));
+  add_list(app, "--preset", o.presets, joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
   add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")
       ->capture_default_str();
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
@@ -185,6 +210,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "I/N: run only the I-th of N contiguous, near-equal slices of the case matrix (a long job "
                  "over several commands; join the JSON with scripts/merge.py)");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
+  app.add_flag("--describe-registry", o.describe_registry,
+               "Print the registry (axis values, presets, canonical schedules) as JSON, then exit");
 
   check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
   try {
@@ -281,7 +308,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   for (const auto& s : scheds) {
     try {
       if (s == "all")
-        for (const char* c : kCanonicalSchedules) a.schedules.push_back(canonical_schedule(c, o.k));
+        for (const CanonicalSchedule& c : kCanonicalSchedules) a.schedules.push_back(canonical_schedule(c.name, o.k));
       else
         a.schedules.push_back(parse_schedule(s, o.k));
     } catch (const std::invalid_argument& e) {
@@ -294,19 +321,18 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
                      " micro-batches: a literal schedule fixes K; leave --k out or give a literal of " +
                      std::to_string(o.k) + " letters");
   }
-  const bool axes_given = o.bindings != std::vector<std::string>{"all"} ||
-                          o.offloads != std::vector<std::string>{"all"} || o.modes != std::vector<std::string>{"all"};
+  const bool axes_given = !o.bindings.empty() || !o.offloads.empty() || !o.modes.empty() || !o.divisions.empty();
   if (!o.presets.empty() && axes_given)
-    throw CliError("--preset replaces --binding/--offload/--mode: give either presets or the three axes");
+    throw CliError("--preset replaces --binding/--offload/--mode/--division: give either presets or the axes");
   if (!o.presets.empty()) {
-    for (const auto& p : expand(o.presets, kPresets, "--preset")) a.strategies.push_back(preset(p));
+    for (const auto& p : expand(o.presets, PresetRegistry::get().names(), {}, "--preset"))
+      a.strategies.push_back(preset(p));
   } else {
-    const auto bs = expand(o.bindings, kBindings, "--binding");
-    const auto os = expand(o.offloads, kOffloads, "--offload");
-    const auto ms = expand(o.modes, kModes, "--mode");
-    for (const auto& of : os)
-      for (const auto& b : bs)
-        for (const auto& m : ms) a.strategies.push_back({b, of, m});
+    const DefaultMatrix& d = default_matrix();
+    a.strategies = strategy_product(expand(o.bindings, BindingRegistry::get().names(), d.binding, "--binding"),
+                                    expand(o.offloads, OffloadRegistry::get().names(), d.offload, "--offload"),
+                                    expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
+                                    expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
   }
   std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
   check_all_alone(dtypes, "--dtype");

@@ -14,7 +14,8 @@ struct BenchOptions {
   std::vector<std::string> schedules{"all"};
   int k = 4;
   bool k_given = false;  // --k was on the command line: a literal schedule must then have K letters
-  std::vector<std::string> bindings{"all"}, offloads{"all"}, modes{"all"}, presets;
+  // Strategy axes: empty means the default matrix's values (strategies/default_matrix.hpp).
+  std::vector<std::string> bindings, offloads, modes, divisions, presets;
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto
   int warmup = 1, steps = 3;
@@ -23,6 +24,7 @@ struct BenchOptions {
   uint64_t seed = 0x5a5a;
   int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
   bool list = false;
+  bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   std::string cupti = "on";
   std::string trace;                        // --trace FILE.json: the built-in trace; empty: none
   int trace_steps = 0;                      // --trace-steps N: measured steps traced per case; 0: all

@@ -19,6 +19,7 @@
 
 #include "bench/bench_cases.hpp"
 #include "bench/cli.hpp"
+#include "strategies/registry_json.hpp"
 #include "bench/launcher.hpp"
 #include "bench/memory_fit.hpp"
 #include "bench/reporters.hpp"
@@ -162,6 +163,10 @@ int main(int argc, char** argv) {
   RendezvousSpec rendezvous;
   try {
     if (!parse_cli(argc, argv, opts)) return 0;
+    if (opts.describe_registry) {  // before any backend work: a tool asks what this binary registers
+      std::cout << registry_json().dump(2) << std::endl;
+      return std::cout ? 0 : 1;
+    }
     choice = choose_backend(opts.backend);
     launch = resolve_launcher(opts.launcher);
     if (launch.launcher != "threads") {
@@ -309,6 +314,8 @@ int main(int argc, char** argv) {
   // One id per process; the reporting rank's is the JSON's and its trace's (report.py checks them).
   const std::string run_id = make_run_id();
   benchmark::AddCustomContext("run_id", run_id);
+  // Every axis value, preset and canonical schedule, for the Python tools (docs/DESIGN.md §7).
+  benchmark::AddCustomContext("registry", registry_json().dump());
   benchmark::AddCustomContext("backend", choice.name);
   benchmark::AddCustomContext("backend_choice", choice.why);
   benchmark::AddCustomContext("time_domain", choice.name == "cuda" ? "gpu events" : "host wall-clock");

@@ -114,12 +114,12 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const MemoryBudget& b)
       break;
     }
   }
-  for (const char* o : kOffloads) {
+  for (const std::string& o : OffloadRegistry::get().names()) {
     if (c.strategy.offload == o) continue;
     CaseSpec other = c;
     other.strategy.offload = o;
     const Need no = need_of(other, b, b.ranks_per_process);
-    if (fits(no, b)) would.push_back(std::string("--offload ") + o + " (" + per_rank(no, b) + ")");
+    if (fits(no, b)) would.push_back("--offload " + o + " (" + per_rank(no, b) + ")");
   }
   for (const char* d : {"bf16-bf16-fp32", "bf16-bf16-bf16"}) {
     CaseSpec half = c;

@@ -149,7 +149,10 @@ FiniteReporter::FiniteReporter(ReportFormat format, bool tabular) : format_(form
 
 FiniteReporter::FiniteReporter(benchmark::BenchmarkReporter* inner, ReportFormat format)
     : inner_(inner), format_(format), to_text_(false) {
-  inner_->SetOutputStream(&chunk_);  // its error stream (the context, stderr) stays as it is
+  inner_->SetOutputStream(&chunk_);
+  // Its error stream (stderr: the context) is passed through flush_errors, which drops the registry.
+  err_out_ = &inner_->GetErrorStream();
+  inner_->SetErrorStream(&err_chunk_);
 }
 
 std::string FiniteReporter::take(bool runs, std::string_view after) {
@@ -179,26 +182,57 @@ void FiniteReporter::emit(const std::string& s) {
   }
 }
 
+namespace {
+/// The registry (kilobytes of JSON for the tools) is for machines: the JSON keeps it, a console or
+/// CSV header for people leaves its `registry: ...` line out.
+std::string without_registry_line(std::string text) {
+  const std::string key = "registry: ";
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
+    if (at != 0 && text[at - 1] != '\n') {
+      at += key.size();
+      continue;
+    }
+    const size_t end = text.find('\n', at);
+    text.erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
+  }
+  return text;
+}
+}  // namespace
+
+void FiniteReporter::flush_errors(bool context) {
+  if (!err_out_) return;
+  std::string e = err_chunk_.str();
+  err_chunk_.str({});
+  err_chunk_.clear();
+  *err_out_ << (context ? without_registry_line(std::move(e)) : e);
+  err_out_->flush();
+}
+
 bool FiniteReporter::ReportContext(const Context& context) {
   const bool ok = inner_->ReportContext(context);
-  emit(take(false));
+  flush_errors(true);
+  std::string text = take(false);
+  emit(format_ == ReportFormat::json ? text : without_registry_line(std::move(text)));
   return ok;
 }
 
 void FiniteReporter::ReportRuns(const std::vector<Run>& report) {
   if (format_ != ReportFormat::console) {
     inner_->ReportRuns(report);
+    flush_errors(false);
     emit(take(true));
     return;
   }
   for (const Run& r : report) {  // one at a time, so each line's name is known
     inner_->ReportRuns({r});
+    flush_errors(false);
     emit(take(true, r.benchmark_name()));
   }
 }
 
 void FiniteReporter::Finalize() {
   inner_->Finalize();
+  flush_errors(false);
   emit(take(false));
 }
 

@@ -60,12 +60,17 @@ class FiniteReporter : public benchmark::BenchmarkReporter {
  private:
   std::string take(bool runs, std::string_view after = {});
   void emit(const std::string& s);
+  /// A display reporter's error stream, captured: written on to the real one (`context`: without
+  /// the registry line).
+  void flush_errors(bool context);
 
   std::unique_ptr<benchmark::BenchmarkReporter> owned_;
   benchmark::BenchmarkReporter* inner_;
   ReportFormat format_;
   bool to_text_;
   std::ostringstream chunk_;
+  std::ostream* err_out_ = nullptr;  // a display reporter's real error stream
+  std::ostringstream err_chunk_;
   std::string text_;
   bool json_in_string_ = false, json_escaped_ = false;
 };

@@ -10,8 +10,9 @@ namespace shardaccum {
 Prediction predict(const CasePlan& plan, int n, int host_task_depth) {
   Prediction p;
   const size_t units = plan.layout.units.size();
-  auto mode = make_mode_tracking(plan.strategy.mode, units);
-  const auto offload = make_offload_policy(plan.strategy.offload);
+  const AxisArgs args{units, plan.dtypes};
+  auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
+  const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
 
@@ -45,7 +46,7 @@ Prediction predict(const CasePlan& plan, int n, int host_task_depth) {
 
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const uint64_t cast = plan.dtypes.reduce != plan.dtypes.accum ? shard * ba : 0;
-      const SyncCost c = offload->predicted(add, shard * ba, cast);
+      const SyncCost c = offload->predicted(add, shard, plan.dtypes);
       p.h2d_bytes += c.h2d;
       p.d2h_bytes += c.d2h;
       const bool stored = c.new_saved;

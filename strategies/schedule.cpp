@@ -19,25 +19,20 @@ int Schedule::sync_count() const {
 }
 
 Schedule canonical_schedule(std::string_view name, int k) {
-  const bool known = std::any_of(std::begin(kCanonicalSchedules), std::end(kCanonicalSchedules),
-                                 [&](const char* c) { return name == c; });
-  if (!known)
+  const auto* c = std::find_if(std::begin(kCanonicalSchedules), std::end(kCanonicalSchedules),
+                               [&](const CanonicalSchedule& s) { return name == s.name; });
+  if (c == std::end(kCanonicalSchedules))
     throw std::invalid_argument("--schedule '" + quoted(name) +
                                 "': not a canonical name (no-sync, sync, interleaved-nosync-last, "
                                 "interleaved-sync-last) nor a string of n/S ending in S");
-  if (k < 3)
+  if (k < kCanonicalMinK)
     throw std::invalid_argument("--schedule " + std::string(name) + " needs --k >= 3 (got " +
                                 std::to_string(k) + "); give a literal schedule such as 'nS' instead");
   std::string m;
-  if (name == "no-sync") m = std::string(k - 1, 'n') + "S";
-  if (name == "sync") m = std::string(k, 'S');
-  if (name == "interleaved-nosync-last" || name == "interleaved-sync-last") {
-    // Micro-batches 0..K-2 alternate so that micro-batch K-2 is n (resp. S); the last one syncs.
-    const char at_km2 = name == "interleaved-nosync-last" ? 'n' : 'S';
-    const char other = at_km2 == 'n' ? 'S' : 'n';
-    for (int i = 0; i < k - 1; ++i) m += ((k - 2 - i) % 2 == 0) ? at_km2 : other;
-    m += 'S';
-  }
+  const char other = c->letter == 'n' ? 'S' : 'n';
+  for (int i = 0; i < k - 1; ++i)
+    m += c->head == CanonicalSchedule::Head::constant || (k - 2 - i) % 2 == 0 ? c->letter : other;
+  m += 'S';
   return Schedule{m};
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // The schedule of one optimizer step: a string over n (no-sync) and S (sync) micro-batches.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,9 +16,28 @@ struct Schedule {
   MicroBatchMode at(int mb) const { return static_cast<MicroBatchMode>(modes[mb]); }
 };
 
-/// The canonical schedules of docs/DESIGN.md §1, in report order.
-inline constexpr const char* kCanonicalSchedules[] = {"no-sync", "sync", "interleaved-nosync-last",
-                                                      "interleaved-sync-last"};
+/// A canonical schedule of docs/DESIGN.md §1 as a rule for any K >= kCanonicalMinK: the first K-1
+/// micro-batches (the head), then S. `constant`: K-1 times `letter`; `alternating`: micro-batch i is
+/// `letter` when K-2-i is even, the other letter when odd (so micro-batch K-2 is `letter`). The
+/// registry JSON carries the same rule (strategies/registry_json.hpp).
+struct CanonicalSchedule {
+  enum class Head : uint8_t { constant, alternating };
+  const char* name;
+  const char* description;
+  Head head;
+  char letter;
+};
+inline constexpr int kCanonicalMinK = 3;
+
+/// The four cases of the 2022 FSDP review, in report order.
+inline constexpr CanonicalSchedule kCanonicalSchedules[] = {
+    {"no-sync", "n^(K-1)S: inside no_sync() but for the last micro-batch", CanonicalSchedule::Head::constant, 'n'},
+    {"sync", "S^K: a reduce-scatter every micro-batch", CanonicalSchedule::Head::constant, 'S'},
+    {"interleaved-nosync-last", "n and S alternate, micro-batch K-2 is n (K=4: nSnS)",
+     CanonicalSchedule::Head::alternating, 'n'},
+    {"interleaved-sync-last", "n and S alternate, micro-batch K-2 is S (K=4: SnSS)",
+     CanonicalSchedule::Head::alternating, 'S'},
+};
 
 /// Most micro-batches per step, for --k and for a literal schedule's length alike.
 inline constexpr int kMaxMicroBatches = 4096;

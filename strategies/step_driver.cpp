@@ -58,7 +58,8 @@ void StepDriver::sync(UnitGrad& u, int mb) {
     nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
     be_.wait(Stream::comm, be_.record(Stream::compute));
     be_.reduce_scatter(out, u.grad);
-    be_.wait(Stream::compute, be_.record(Stream::comm));
+    // backward_ahead 0 (every strategy today): the next backward waits for this reduce-scatter.
+    if (strategy_.backward_ahead() == 0) be_.wait(Stream::compute, be_.record(Stream::comm));
   }
   u.grad.reset();  // really freed: after an S the unsharded gradient is gone
   nvtx::PhaseRange r(Phase::accumulate, out.bytes(), be_.rank());

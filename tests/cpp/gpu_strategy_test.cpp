@@ -1,5 +1,5 @@
-// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against docs/DESIGN.md §3,
-// CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately added extra copy seen as
+// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against docs/DESIGN.md §3
+// and the host backend, CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately added extra copy seen as
 // a mismatch, and peak device memory within 5% of the model plus a stated fixed overhead.
 #include <gtest/gtest.h>
 
@@ -7,6 +7,8 @@
 
 #include "forwarding_rank.hpp"
 #include "strategies/backend/cuda_backend.hpp"
+#include "strategies/default_matrix.hpp"
+#include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
@@ -29,32 +31,49 @@ std::unique_ptr<Backend> cuda_world(int world) {
 
 class GpuMatrix : public ::testing::TestWithParam<int> {};
 
-TEST_P(GpuMatrix, OutcomeAndCuptiBytesFollowTheDesign) {
+// The one GPU matrix: every strategy of the default matrix x canonical schedule, fp32 and
+// bf16-bf16-fp32, small odd layouts, on the cuda backend against the design's outcome, the model's
+// bytes (CUPTI's and the backend's own) and the host backend (the reference semantics).
+TEST_P(GpuMatrix, OutcomeBytesAndHostBackendFollowTheDesign) {
   const int world = GetParam();
   REQUIRE_GPUS(world);
   auto be = cuda_world(world);
-  const Layout layout = testing::make_layout({1, 1009, 3, 64, 1 << 20});
-  int cases = 0;
-  for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"})
-    for (const StrategySpec& s : all_strategies())
-      for (const char* name : kCanonicalSchedules) {
-        const Schedule sched = canonical_schedule(name, 4);
+  auto host = make_host_backend({world, 4});
+  const Layout layout = testing::make_layout({1, 1009, 3, 64, 300007, 1 << 20});
+  size_t cases = 0;
+  const char* const dtypes[] = {"fp32-fp32-fp32", "bf16-bf16-fp32"};
+  for (const char* dtype : dtypes)
+    for (const StrategySpec& s : default_strategies())
+      for (const CanonicalSchedule& c : kCanonicalSchedules) {
+        const Schedule sched = canonical_schedule(c.name, 4);
         const CasePlan plan{layout, sched, s, parse_dtype_triple(dtype), GenMode::dyadic, 5, "t"};
         SCOPED_TRACE(s.name() + " schedule " + sched.modes + " " + dtype);
         const auto o = testing::run_two_steps(*be, plan);
+        const auto h = testing::run_two_steps(*host, plan);
         EXPECT_EQ(o.correct, testing::design_says_correct(s, sched)) << o.max_rel_err;
+        EXPECT_EQ(o.correct, h.correct);
+        EXPECT_NEAR(o.max_rel_err, h.max_rel_err, 1e-9 * std::max(1.0, h.max_rel_err));
         ASSERT_TRUE(o.measured.bytes_from_cupti) << "CUPTI collector is off";
         EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);  // CUPTI's MEMCPY records
         EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
         EXPECT_EQ(o.measured.accounted_h2d_bytes, o.model.h2d_bytes);
         EXPECT_EQ(o.measured.accounted_d2h_bytes, o.model.d2h_bytes);
+        EXPECT_EQ(o.measured.h2d_bytes, h.measured.h2d_bytes);
+        EXPECT_EQ(o.measured.d2h_bytes, h.measured.d2h_bytes);
         EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
+        EXPECT_EQ(o.measured.reduce_scatter_calls, h.measured.reduce_scatter_calls);
+        // Host tasks may hold stagings a little longer than the host backend: within the model's
+        // worst case for the backend's host_task_depth.
+        EXPECT_GE(o.measured.peak_pinned_bytes, h.measured.peak_pinned_bytes);
+        EXPECT_LE(o.measured.peak_pinned_bytes, predict(plan, world, be->host_task_depth()).peak_pinned_bytes);
+        EXPECT_GE(o.measured.peak_device_bytes, h.measured.peak_device_bytes);
+        EXPECT_GT(o.measured.step_ms, 0.0);
         if (world > 1) {
           EXPECT_GT(o.measured.nccl_kernel_ms, 0.0);
         }
         ++cases;
       }
-  EXPECT_EQ(cases, 2 * 16 * 4);
+  EXPECT_EQ(cases, std::size(dtypes) * default_strategies().size() * std::size(kCanonicalSchedules));
 }
 
 INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuMatrix, ::testing::Values(1, 2),

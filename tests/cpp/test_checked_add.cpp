@@ -30,7 +30,7 @@ std::string add_error(const Binding& b, RankBackend& r, Buffer& dst, const Buffe
 
 TEST(CheckedAdd, RejectsWrongSpaceSizeAndDtype) {
   on_one_rank([](RankBackend& r) {
-    const auto b = make_binding("data-free");
+    const auto b = BindingRegistry::get().make("data-free", {});
     Buffer dev = r.allocate(MemSpace::device, DType::fp32, 64, Stream::compute);
     Buffer pin = r.allocate(MemSpace::pinned_host, DType::fp32, 64, Stream::copy);
     Buffer small = r.allocate(MemSpace::device, DType::fp32, 32, Stream::compute);
@@ -52,7 +52,7 @@ TEST(CheckedAdd, RejectsWrongSpaceSizeAndDtype) {
 
 TEST(CheckedAdd, AcceptsMatchingOperandsAndBumpsTheVersion) {
   on_one_rank([](RankBackend& r) {
-    const auto b = make_binding("data-free");
+    const auto b = BindingRegistry::get().make("data-free", {});
     Buffer acc = r.allocate(MemSpace::device, DType::fp32, 16, Stream::compute);
     Buffer add = r.allocate(MemSpace::device, DType::bf16, 16, Stream::compute);
     r.generate(acc, GradKey{1, 0, 0, 0, 0, 16}, false, Stream::compute);
@@ -70,7 +70,7 @@ TEST(CheckedAdd, AcceptsMatchingOperandsAndBumpsTheVersion) {
 
 TEST(RawAdd, HasNoChecksButTheBackendStopsAWrongSpace) {
   on_one_rank([](RankBackend& r) {
-    const auto b = make_binding("data");
+    const auto b = BindingRegistry::get().make("data", {});
     Buffer dev = r.allocate(MemSpace::device, DType::fp32, 8, Stream::compute);
     Buffer pin = r.allocate(MemSpace::pinned_host, DType::fp32, 8, Stream::copy);
     UnitGrad u;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "strategies/preset/preset.hpp"
 #include "bench/case_runner.hpp"
 #include "strategies/backend/host_backend.hpp"
 #include "test_support.hpp"

@@ -1,6 +1,7 @@
 // The analytical model against hand-computed literals (docs/DESIGN.md §3).
 #include <gtest/gtest.h>
 
+#include "strategies/preset/preset.hpp"
 #include "bench/model_layouts.hpp"
 #include "test_support.hpp"
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "strategies/preset/preset.hpp"
 #include "bench/bench_cases.hpp"
 #include "bench/case_runner.hpp"
 #include "bench_cli_support.hpp"

@@ -3,7 +3,7 @@
 // dtype promotion) and bumps the accumulator's version counter; a mismatch is a clear error.
 #include <sstream>
 
-#include "strategies/strategy.hpp"
+#include "strategies/binding/binding.hpp"
 
 namespace shardaccum {
 namespace {
@@ -17,7 +17,6 @@ std::string describe(const char* what, const Buffer& b) {
 
 class DataFreeBinding final : public Binding {
  public:
-  const char* name() const override { return "data-free"; }
   void add(RankBackend& be, Buffer& dst, const Buffer& src, MemSpace where, UnitGrad& u,
            const AddSite& site) const override {
     const char* why = nullptr;
@@ -37,6 +36,10 @@ class DataFreeBinding final : public Binding {
 
 }  // namespace
 
-std::unique_ptr<Binding> make_data_free_binding() { return std::make_unique<DataFreeBinding>(); }
+SHARDACCUM_REGISTER_VALUE(Binding, DataFreeBinding,
+                          {.name = "data-free",
+                           .description = "a checked add that validates operands and bumps a version",
+                           .follows = "FSDP1 and FSDP2 (saved_grad += grad, autograd's checks)",
+                           .order = 20})
 
 }  // namespace shardaccum

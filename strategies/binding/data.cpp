@@ -1,13 +1,12 @@
 // Binding `data`: a raw in-place add on the accumulator's storage (`saved.data += out.data`), no
 // checks (FairScale, early FSDP1). A wrong operand is caught only by the backend's own guard.
-#include "strategies/strategy.hpp"
+#include "strategies/binding/binding.hpp"
 
 namespace shardaccum {
 namespace {
 
 class DataBinding final : public Binding {
  public:
-  const char* name() const override { return "data"; }
   void add(RankBackend& be, Buffer& dst, const Buffer& src, MemSpace where, UnitGrad&,
            const AddSite&) const override {
     be.add(dst, src, where, where == MemSpace::device ? Stream::compute : Stream::copy);
@@ -16,6 +15,10 @@ class DataBinding final : public Binding {
 
 }  // namespace
 
-std::unique_ptr<Binding> make_data_binding() { return std::make_unique<DataBinding>(); }
+SHARDACCUM_REGISTER_VALUE(Binding, DataBinding,
+                          {.name = "data",
+                           .description = "raw in-place add on the saved shard's storage, no checks",
+                           .follows = "FairScale; early FSDP1 (param.grad.data += ...)",
+                           .order = 10})
 
 }  // namespace shardaccum

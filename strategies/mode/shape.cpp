@@ -3,14 +3,13 @@
 // (offloaded) is not recognised (FSDP1's TODO), so the next S starts a new saved shard over it.
 // At world size 1 shard and unsharded shapes coincide; at the add the unsharded gradient has
 // already been freed by the reduce-scatter, so what is left can only be the saved shard.
-#include "strategies/strategy.hpp"
+#include "strategies/mode/mode_tracking.hpp"
 
 namespace shardaccum {
 namespace {
 
 class ShapeTracking final : public ModeTracking {
  public:
-  const char* name() const override { return "shape"; }
   void prepare_backward(uint32_t, MicroBatchMode) override {}
   bool has_saved_shard(uint32_t, const SavedView& saved, uint64_t shard_numel) const override {
     return saved.present && saved.space == MemSpace::device && saved.numel == shard_numel;
@@ -21,6 +20,10 @@ class ShapeTracking final : public ModeTracking {
 
 }  // namespace
 
-std::unique_ptr<ModeTracking> make_shape_tracking() { return std::make_unique<ShapeTracking>(); }
+SHARDACCUM_REGISTER_VALUE(ModeTracking, ShapeTracking,
+                          {.name = "shape",
+                           .description = "infer from the gradient's shape and placement; blind to an offloaded shard",
+                           .follows = "FSDP1 _prepare_gradient_for_backward",
+                           .order = 20})
 
 }  // namespace shardaccum

@@ -3,24 +3,19 @@
 // Per S: D2H shard*b_a; H2D nothing.
 #include <memory>
 
-#include "strategies/offload_common.hpp"
+#include "strategies/offload/offload_policy.hpp"
 
 namespace shardaccum {
 namespace {
 
 class CpuAdd final : public OffloadPolicy {
  public:
-  const char* name() const override { return "cpu-add"; }
   bool offloaded() const override { return true; }
 
-  bool accumulate(RankBackend& be, UnitGrad& u, Buffer out, bool add, DType accum,
-                  const Binding& binding, const AddSite& site) const override {
+  bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
+                    const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
-    if (!add) {
-      detail::d2h_into_saved(be, u, src);
-      return true;
-    }
     auto staging = std::make_shared<Buffer>(be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy));
     be.wait(Stream::copy, be.record(Stream::compute));
     be.copy(*staging, src, Stream::copy);  // D2H
@@ -32,13 +27,18 @@ class CpuAdd final : public OffloadPolicy {
     return false;
   }
 
-  SyncCost predicted(bool add, uint64_t a, uint64_t cast) const override {
-    return {0, a, cast, add ? a : 0, !add};
+  SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
+    const ShardBytes b(shard_numel, t);
+    return {0, b.accum, b.cast, b.accum, false};
   }
 };
 
 }  // namespace
 
-std::unique_ptr<OffloadPolicy> make_cpu_add() { return std::make_unique<CpuAdd>(); }
+SHARDACCUM_REGISTER_VALUE(OffloadPolicy, CpuAdd,
+                          {.name = "cpu-add",
+                           .description = "D2H out into pinned staging, add on the CPU",
+                           .follows = "FSDP2 foreach_reduce with CPUOffloadPolicy",
+                           .order = 30})
 
 }  // namespace shardaccum

@@ -1,24 +1,19 @@
 // Offload `gpu-add` (DeepSpeed ZeRO async_accumulate_grad_in_cpu_via_gpu, ZeRO-3 partition_grads):
 // H2D the saved shard into a device staging buffer, add on the GPU, D2H the sum back.
-// Per later S: H2D shard*b_a, D2H shard*b_a; the first S of a step: D2H shard*b_a only.
-#include "strategies/offload_common.hpp"
+// Per later S: H2D shard*b_a, D2H shard*b_a; the first S of a step (shared start_saved): D2H only.
+#include "strategies/offload/offload_policy.hpp"
 
 namespace shardaccum {
 namespace {
 
 class GpuAdd final : public OffloadPolicy {
  public:
-  const char* name() const override { return "gpu-add"; }
   bool offloaded() const override { return true; }
 
-  bool accumulate(RankBackend& be, UnitGrad& u, Buffer out, bool add, DType accum,
-                  const Binding& binding, const AddSite& site) const override {
+  bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
+                    const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
-    if (!add) {
-      detail::d2h_into_saved(be, u, src);
-      return true;
-    }
     Buffer staging = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
     be.copy(staging, u.saved, Stream::copy);  // H2D
     be.wait(Stream::compute, be.record(Stream::copy));
@@ -28,14 +23,18 @@ class GpuAdd final : public OffloadPolicy {
     return false;
   }
 
-  SyncCost predicted(bool add, uint64_t a, uint64_t cast) const override {
-    if (!add) return {0, a, cast, 0, true};
-    return {a, a, cast + a, 0, false};
+  SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
+    const ShardBytes b(shard_numel, t);
+    return {b.accum, b.accum, b.cast + b.accum, 0, false};
   }
 };
 
 }  // namespace
 
-std::unique_ptr<OffloadPolicy> make_gpu_add() { return std::make_unique<GpuAdd>(); }
+SHARDACCUM_REGISTER_VALUE(OffloadPolicy, GpuAdd,
+                          {.name = "gpu-add",
+                           .description = "H2D the saved shard, add on the GPU, D2H the sum",
+                           .follows = "DeepSpeed ZeRO async_accumulate_grad_in_cpu_via_gpu",
+                           .order = 20})
 
 }  // namespace shardaccum

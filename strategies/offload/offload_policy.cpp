@@ -1,0 +1,39 @@
+#include "strategies/offload/offload_policy.hpp"
+
+namespace shardaccum {
+
+ShardBytes::ShardBytes(uint64_t shard_numel, const DTypeTriple& t)
+    : accum(shard_numel * dtype_bytes(t.accum)), cast(t.reduce != t.accum ? accum : 0) {}
+
+void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const {
+  Buffer cast = detail::cast_to_accum(be, out, accum);
+  if (offloaded()) detail::d2h_into_saved(be, u, cast ? cast : out);
+  else u.saved = cast ? std::move(cast) : std::move(out);
+}
+
+SyncCost OffloadPolicy::predicted_start(uint64_t shard_numel, const DTypeTriple& t) const {
+  const ShardBytes b(shard_numel, t);
+  // Without offload the saved shard is out itself or its conversion (the model counts that).
+  if (!offloaded()) return {0, 0, 0, 0, true};
+  return {0, b.accum, b.cast, 0, true};
+}
+
+namespace detail {
+
+Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum) {
+  if (out.dtype() == accum) return {};
+  Buffer cast = be.allocate(MemSpace::device, accum, out.numel(), Stream::compute);
+  be.convert(cast, out, Stream::compute);
+  return cast;
+}
+
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src) {
+  // A saved shard this step did not recognise (shape on the host) is overwritten in place.
+  if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
+    u.saved = be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::copy);
+  be.wait(Stream::copy, be.record(Stream::compute));
+  be.copy(u.saved, src, Stream::copy);
+}
+
+}  // namespace detail
+}  // namespace shardaccum

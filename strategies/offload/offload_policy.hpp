@@ -1,0 +1,69 @@
+#pragma once
+// Axis `offload` (docs/DESIGN.md §3): where the add happens and what is copied when the saved shard
+// lives on the host. One value per file in this folder, registered with
+// SHARDACCUM_REGISTER_VALUE(OffloadPolicy, ...). The first S of a step takes the shared path here
+// (a plain D2H into saved, or out kept as saved without offload); a value may override it.
+#include <cstdint>
+
+#include "strategies/binding/binding.hpp"
+#include "strategies/registry.hpp"
+#include "strategies/unit_grad.hpp"
+
+namespace shardaccum {
+
+/// Bytes one sync micro-batch moves over PCIe for one unit, and the transient buffers it needs
+/// beyond `out` (for the analytical model; docs/DESIGN.md §3 "Predicted bytes").
+struct SyncCost {
+  uint64_t h2d = 0, d2h = 0;
+  uint64_t device_transient = 0, pinned_transient = 0;  // bytes alive at once during the add
+  bool new_saved = false;  // out (in the accum dtype) became the saved shard, as accumulate returns
+};
+
+/// The sizes a SyncCost is made of, for a shard of `shard_numel` elements and dtypes `t`.
+struct ShardBytes {
+  uint64_t accum = 0;  // shard_numel * b_a: what every copy moves
+  uint64_t cast = 0;   // shard_numel * b_a when out must first be converted to the accum dtype, else 0
+  ShardBytes(uint64_t shard_numel, const DTypeTriple& t);
+};
+
+class OffloadPolicy {
+ public:
+  static constexpr const char* kAxis = "offload";
+  virtual ~OffloadPolicy() = default;
+  /// The saved shard lives in pinned host memory.
+  virtual bool offloaded() const = 0;
+
+  /// The first S of the unit in this step (mode tracking found no saved shard to add to): `out`
+  /// (device, reduce dtype, shard elements) becomes the saved shard. Default: converted to the
+  /// accum dtype if needed, then kept on the device (not offloaded) or a plain D2H into a pinned
+  /// saved shard (offloaded).
+  virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const;
+  /// A later S: fold `out` into u.saved. Returns true when `out` instead became a new saved shard
+  /// (the tracker then notes it).
+  virtual bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
+                            const AddSite& site) const = 0;
+
+  /// What start_saved moves. Default: the D2H of the shard when offloaded, nothing otherwise.
+  virtual SyncCost predicted_start(uint64_t shard_numel, const DTypeTriple& t) const;
+  /// What add_to_saved moves.
+  virtual SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const = 0;
+
+  /// Dispatches on `add` (mode tracking's answer), as the strategy does.
+  SyncCost predicted(bool add, uint64_t shard_numel, const DTypeTriple& t) const {
+    return add ? predicted_add(shard_numel, t) : predicted_start(shard_numel, t);
+  }
+};
+
+using OffloadRegistry = AxisRegistry<OffloadPolicy>;
+
+namespace detail {
+/// `out` converted to the accum dtype on the device (copies move b_a bytes, docs/DESIGN.md §3), or an
+/// empty buffer when out already has it. The caller keeps both alive until its copies are done.
+Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
+
+/// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of
+/// src's size): the shared first S of an offloaded step, and `copy`'s every S.
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src);
+}  // namespace detail
+
+}  // namespace shardaccum

@@ -1,0 +1,45 @@
+#pragma once
+// Presets (docs/DESIGN.md §3): a strategy named after the real system it models, one file each in
+// this folder, registered with SHARDACCUM_REGISTER_PRESET. `--preset NAME` replaces the axis flags.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strategies/strategy.hpp"
+
+namespace shardaccum {
+
+struct PresetInfo {
+  std::string name;         // e.g. "fsdp2"
+  std::string description;  // one line
+  std::string follows;      // the system and its configuration, e.g. "PyTorch FSDP2 fully_shard"
+  StrategySpec spec;
+  int order = 0;            // report order (ties: by name)
+};
+
+class PresetRegistry {
+ public:
+  static PresetRegistry& get();
+  /// Registers a preset; throws std::logic_error for a duplicate name. (Its axis values are checked by
+  /// a test: static initialisers may run before the values register.)
+  bool add(PresetInfo p);
+  const std::vector<PresetInfo>& entries() const { return entries_; }
+  std::vector<std::string> names() const;
+  const PresetInfo* find(std::string_view name) const;
+  /// The preset whose strategy is `s`, or null.
+  const PresetInfo* of(const StrategySpec& s) const;
+
+ private:
+  std::vector<PresetInfo> entries_;
+};
+
+/// The strategy of preset `name`. Throws std::invalid_argument naming --preset and the presets.
+StrategySpec preset(std::string_view name);
+
+}  // namespace shardaccum
+
+/// In a preset's .cpp, inside namespace shardaccum: registers the PresetInfo given.
+#define SHARDACCUM_REGISTER_PRESET(Tag, ...) \
+  namespace {                                \
+  [[maybe_unused]] const bool kPreset##Tag = ::shardaccum::PresetRegistry::get().add(::shardaccum::PresetInfo __VA_ARGS__); \
+  }

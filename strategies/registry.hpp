@@ -1,0 +1,115 @@
+#pragma once
+// The registry of axis values (docs/DESIGN.md §3, §8): every value of an axis (binding, offload,
+// mode, division) lives in a file of its own under strategies/<axis>/ and registers itself here
+// with its name, a one-line description and the real system it follows. The CLI's help and `all`,
+// the presets, the tests and the JSON context's `registry` all read it, so a new value is one new
+// file. Registration runs in static initialisers: the axis folders are linked whole-archive
+// (strategies/CMakeLists.txt) so that a static link keeps them.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dtype.hpp"
+
+namespace shardaccum {
+
+/// What a registered value says about itself.
+struct AxisValueInfo {
+  std::string name;         // as on the command line and in case names, e.g. "gpu-add"
+  std::string description;  // one line, for --help and the report
+  std::string follows;      // the real system(s) it follows, with the function, e.g. "FSDP2 foreach_reduce"
+  int order = 0;            // report order within the axis (ties: by name)
+  /// How many units the backward may run ahead of the reduce-scatters (docs/DESIGN.md §2): 0, the
+  /// only value the step driver implements today, makes the compute stream wait for each one.
+  uint32_t backward_ahead = 0;
+};
+
+/// What a value's factory may need to know of the case.
+struct AxisArgs {
+  size_t units = 0;     // flat parameters of the layout
+  DTypeTriple dtypes;   // grad-reduce-accum
+};
+
+/// One axis's values. `Interface` names its axis in `static constexpr const char* kAxis`.
+template <class Interface>
+class AxisRegistry {
+ public:
+  using Factory = std::unique_ptr<Interface> (*)(const AxisArgs&);
+  struct Entry {
+    AxisValueInfo info;
+    Factory make = nullptr;
+  };
+
+  /// The one registry of this axis (a function-local static: safe whatever the order in which the
+  /// values' static initialisers run).
+  static AxisRegistry& get() {
+    static AxisRegistry registry;
+    return registry;
+  }
+
+  /// Registers a value; returns true so that a namespace-scope `const bool` can hold the call.
+  /// Throws std::logic_error for a duplicate or empty name, or backward_ahead > 0 (not implemented).
+  bool add(AxisValueInfo info, Factory make) {
+    if (info.name.empty() || find(info.name))
+      throw std::logic_error(std::string(Interface::kAxis) + ": value '" + info.name + "' registered twice or unnamed");
+    if (info.backward_ahead != 0)
+      throw std::logic_error(std::string(Interface::kAxis) + " '" + info.name +
+                             "': backward_ahead > 0 is not implemented by the step driver");
+    entries_.push_back({std::move(info), make});
+    std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+      return a.info.order != b.info.order ? a.info.order < b.info.order : a.info.name < b.info.name;
+    });
+    return true;
+  }
+
+  /// Every value, in report order.
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::vector<std::string> names() const {
+    std::vector<std::string> n;
+    for (const Entry& e : entries_) n.push_back(e.info.name);
+    return n;
+  }
+  const Entry* find(std::string_view name) const {
+    for (const Entry& e : entries_)
+      if (e.info.name == name) return &e;
+    return nullptr;
+  }
+  /// The entry of value `name`. Throws std::invalid_argument naming the flag and the values.
+  const Entry& at(std::string_view name) const {
+    if (const Entry* e = find(name)) return *e;
+    std::string list;
+    for (const Entry& e : entries_) list += (list.empty() ? "" : ", ") + e.info.name;
+    throw std::invalid_argument("--" + std::string(Interface::kAxis) + ": unknown value '" + std::string(name) +
+                                "' (expected " + list + ")");
+  }
+  /// A new instance of value `name`. Throws std::invalid_argument as at().
+  std::unique_ptr<Interface> make(std::string_view name, const AxisArgs& args) const {
+    return at(name).make(args);
+  }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+namespace detail {
+template <class Interface, class Value>
+std::unique_ptr<Interface> construct(const AxisArgs& args) {
+  if constexpr (std::is_constructible_v<Value, const AxisArgs&>) return std::make_unique<Value>(args);
+  else return std::make_unique<Value>();
+}
+}  // namespace detail
+
+}  // namespace shardaccum
+
+/// In a value's .cpp, inside namespace shardaccum: registers class `Value` (constructible from
+/// AxisArgs or by default) as a value of `Interface`'s axis with the AxisValueInfo given after it.
+#define SHARDACCUM_REGISTER_VALUE(Interface, Value, ...)                                        \
+  namespace {                                                                                   \
+  [[maybe_unused]] const bool kRegistered##Value = ::shardaccum::AxisRegistry<Interface>::get().add( \
+      ::shardaccum::AxisValueInfo __VA_ARGS__, &::shardaccum::detail::construct<Interface, Value>); \
+  }

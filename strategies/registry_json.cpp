@@ -1,0 +1,84 @@
+#include "strategies/registry_json.hpp"
+
+#include "strategies/default_matrix.hpp"
+#include "strategies/preset/preset.hpp"
+
+namespace shardaccum {
+namespace {
+
+using nlohmann::json;
+
+template <class Interface>
+json axis(const std::vector<std::string>& default_matrix, const char* default_value, bool always_named,
+          json (*properties)(const Interface&)) {
+  json values = json::array();
+  for (const auto& e : AxisRegistry<Interface>::get().entries()) {
+    const auto instance = e.make(AxisArgs{1, {}});
+    json props = properties(*instance);
+    props["backward_ahead"] = e.info.backward_ahead;
+    values.push_back({{"name", e.info.name},
+                      {"description", e.info.description},
+                      {"follows", e.info.follows},
+                      {"properties", props}});
+  }
+  return {{"axis", Interface::kAxis},
+          {"flag", std::string("--") + Interface::kAxis},
+          {"named", always_named ? "always" : "unless_default"},
+          {"default", default_value},
+          {"default_matrix", default_matrix},
+          {"values", values}};
+}
+
+template <class Interface>
+json no_properties(const Interface&) {
+  return json::object();
+}
+
+json offload_properties(const OffloadPolicy& o) { return {{"offloaded", o.offloaded()}}; }
+
+json canonical_schedules() {
+  json out = json::array();
+  for (const CanonicalSchedule& c : kCanonicalSchedules) {
+    const bool constant = c.head == CanonicalSchedule::Head::constant;
+    json head = constant ? json{{"kind", "constant"}, {"letter", std::string(1, c.letter)}}
+                         : json{{"kind", "alternating"}, {"at_k_minus_2", std::string(1, c.letter)}};
+    out.push_back({{"name", c.name},
+                   {"description", c.description},
+                   {"min_k", kCanonicalMinK},
+                   {"head", head},
+                   {"tail", "S"},
+                   {"example_k4", canonical_schedule(c.name, 4).modes}});
+  }
+  return out;
+}
+
+}  // namespace
+
+json registry_json() {
+  const StrategySpec defaults;
+  const DefaultMatrix& d = default_matrix();
+  json presets = json::array();
+  for (const PresetInfo& p : PresetRegistry::get().entries())
+    presets.push_back({{"name", p.name},
+                       {"description", p.description},
+                       {"follows", p.follows},
+                       {"axes",
+                        {{"binding", p.spec.binding},
+                         {"offload", p.spec.offload},
+                         {"mode", p.spec.mode},
+                         {"division", p.spec.division}}}});
+  return {{"schema", kRegistrySchema},
+          {"axes",
+           {axis<Binding>(d.binding, defaults.binding.c_str(), true, &no_properties<Binding>),
+            axis<OffloadPolicy>(d.offload, defaults.offload.c_str(), true, &offload_properties),
+            axis<ModeTracking>(d.mode, defaults.mode.c_str(), true, &no_properties<ModeTracking>),
+            axis<Division>(d.division, kDefaultDivision, false, &no_properties<Division>)}},
+          {"name_parts", {"model", "world", "schedule", "binding", "offload", "mode", "division", "dtype"}},
+          {"presets", presets},
+          {"canonical_schedules", canonical_schedules()},
+          {"dtypes", std::vector<std::string>(std::begin(kDtypeTriples), std::end(kDtypeTriples))},
+          {"default_dtype", kDtypeTriples[0]},
+          {"max_k", kMaxMicroBatches}};
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,221 @@
+// The registry of axis values (strategies/registry.hpp): what registers itself survives the static
+// link, the names the suite has always had are there, and everything that reads the registry (the
+// default matrix, the presets, the JSON, --describe-registry, the CLI's `all`) agrees with it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "bench/cli.hpp"
+#include "bench_cli_support.hpp"
+#include "strategies/default_matrix.hpp"
+#include "strategies/preset/preset.hpp"
+#include "strategies/registry_json.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+/// shardaccum_bench's stdout and exit code (stderr to /dev/null is not wanted here: 2>&1 apart).
+struct Captured {
+  int rc = -1;
+  std::string out;
+};
+Captured run_stdout(const std::string& args) {
+  const std::string cmd = std::string("'") + SHARDACCUM_BENCH_EXE + "' " + args + " 2>/dev/null";
+  Captured c;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return c;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) c.out.append(buf, n);
+  const int st = pclose(p);
+  c.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return c;
+}
+
+template <class Registry>
+void expect_registered(const Registry& r, std::initializer_list<const char*> names) {
+  const auto have = r.names();
+  for (const char* n : names)
+    EXPECT_NE(std::find(have.begin(), have.end(), n), have.end()) << "value '" << n << "' is not registered";
+}
+
+// A value that vanishes (a file dropped from the build, a registration lost to the static link)
+// is caught here; a value added later does not need this list edited.
+TEST(Registry, EveryValueTheSuiteHasAlwaysHadIsRegistered) {
+  expect_registered(BindingRegistry::get(), {"data", "data-free"});
+  expect_registered(OffloadRegistry::get(), {"none", "gpu-add", "cpu-add", "copy"});
+  expect_registered(ModeRegistry::get(), {"flag", "shape"});
+  expect_registered(DivisionRegistry::get(), {"end"});
+  expect_registered(PresetRegistry::get(), {"fairscale", "fsdp1", "fsdp2", "zero3"});
+}
+
+template <class Registry>
+void expect_described(const Registry& r) {
+  std::set<std::string> seen;
+  for (const auto& e : r.entries()) {
+    EXPECT_TRUE(seen.insert(e.info.name).second) << e.info.name;
+    EXPECT_FALSE(e.info.description.empty()) << e.info.name;
+    EXPECT_EQ(e.info.description.find('\n'), std::string::npos) << e.info.name << ": one line";
+    EXPECT_FALSE(e.info.follows.empty()) << e.info.name;
+    EXPECT_EQ(e.info.backward_ahead, 0u) << e.info.name << ": the step driver implements 0 only";
+  }
+}
+
+TEST(Registry, EveryValueIsNamedOnceAndDescribed) {
+  expect_described(BindingRegistry::get());
+  expect_described(OffloadRegistry::get());
+  expect_described(ModeRegistry::get());
+  expect_described(DivisionRegistry::get());
+}
+
+TEST(Registry, AnUnknownValueNamesTheFlagAndTheRegisteredValues) {
+  try {
+    OffloadRegistry::get().make("gpu_add", {});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--offload: unknown value 'gpu_add'"), std::string::npos) << m;
+    for (const std::string& n : OffloadRegistry::get().names()) EXPECT_NE(m.find(n), std::string::npos) << m;
+  }
+  EXPECT_THROW(validate(StrategySpec{"data", "none", "flag", "nowhere"}), std::invalid_argument);
+  EXPECT_THROW(preset("fsdp3"), std::invalid_argument);
+}
+
+TEST(Registry, AValueRegisteredTwiceIsRefused) {
+  struct Twice final : Binding {
+    void add(RankBackend&, Buffer&, const Buffer&, MemSpace, UnitGrad&, const AddSite&) const override {}
+  };
+  EXPECT_THROW(BindingRegistry::get().add({.name = "data", .description = "", .follows = ""}, &detail::construct<Binding, Twice>), std::logic_error);
+}
+
+TEST(Registry, PresetsNameRegisteredValuesAndAreToldApart) {
+  std::set<std::string> specs;
+  for (const PresetInfo& p : PresetRegistry::get().entries()) {
+    EXPECT_NO_THROW(validate(p.spec)) << p.name;
+    EXPECT_TRUE(specs.insert(p.spec.name()).second) << p.name << " repeats another preset's strategy";
+    EXPECT_EQ(PresetRegistry::get().of(p.spec), &p);
+    EXPECT_FALSE(p.follows.empty()) << p.name;
+  }
+}
+
+TEST(DefaultMatrix, IsTheNamedListNotEveryValueAndItsNamesStay) {
+  const DefaultMatrix& d = default_matrix();
+  for (const auto& s : default_strategies()) EXPECT_NO_THROW(validate(s)) << s.name();
+  EXPECT_EQ(default_strategies().size(), d.binding.size() * d.offload.size() * d.mode.size() * d.division.size());
+  EXPECT_EQ(every_strategy().size(), BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
+                                         ModeRegistry::get().names().size() *
+                                         DivisionRegistry::get().names().size());
+  for (const auto& s : default_strategies())
+    EXPECT_NE(std::find(every_strategy().begin(), every_strategy().end(), s), every_strategy().end());
+  // The division axis at its default is left out of the name: the names of the first design stay.
+  EXPECT_EQ(default_strategies().front().name(), "binding:data/offload:none/mode:flag");
+  EXPECT_EQ((StrategySpec{"data", "none", "flag", "other"}).name(), "binding:data/offload:none/mode:flag/division:other");
+}
+
+// Bytes and peaks of every registered combination equal the model's: a new value that the model
+// mispredicts fails here without any list being edited.
+TEST(EveryStrategy, MeasuredBytesAndPeaksEqualTheModel) {
+  auto be = make_host_backend({2, 1});
+  const Layout layout = testing::make_layout({1, 1009, 3, 64});
+  for (const StrategySpec& s : every_strategy())
+    for (const char* modes : {"nnnS", "SSSS", "nSnS", "SnSS", "S"}) {
+      for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
+        const Schedule sched = parse_schedule(modes, static_cast<int>(std::string(modes).size()));
+        const CasePlan plan{layout, sched, s, parse_dtype_triple(dtype), GenMode::dyadic, 11, "t"};
+        SCOPED_TRACE(s.name() + " " + modes + " " + dtype);
+        const auto o = testing::run_two_steps(*be, plan);
+        EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);
+        EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
+        EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
+        EXPECT_EQ(o.measured.reduce_scatter_calls, o.model.reduce_scatter_calls);
+        EXPECT_EQ(o.measured.peak_device_bytes, o.model.peak_device_bytes);
+        EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
+        // Without offload, and with one sync a step, every strategy is correct (docs/DESIGN.md §3).
+        const bool offloaded = OffloadRegistry::get().make(s.offload, {})->offloaded();
+        if (!offloaded || sched.sync_count() == 1) {
+          EXPECT_TRUE(o.correct) << o.max_rel_err;
+        }
+      }
+    }
+}
+
+TEST(RegistryJson, CarriesEveryValuePresetAndScheduleRule) {
+  const nlohmann::json r = registry_json();
+  EXPECT_EQ(r.at("schema"), kRegistrySchema);
+  std::vector<std::string> axes;
+  for (const auto& a : r.at("axes")) axes.push_back(a.at("axis"));
+  EXPECT_EQ(axes, (std::vector<std::string>{"binding", "offload", "mode", "division"}));
+  const auto names_of = [&](const char* axis) {
+    for (const auto& a : r.at("axes"))
+      if (a.at("axis") == axis) {
+        std::vector<std::string> n;
+        for (const auto& v : a.at("values")) n.push_back(v.at("name"));
+        return n;
+      }
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(names_of("offload"), OffloadRegistry::get().names());
+  EXPECT_EQ(names_of("mode"), ModeRegistry::get().names());
+  EXPECT_EQ(names_of("division"), DivisionRegistry::get().names());
+  EXPECT_EQ(r.at("axes")[3].at("named"), "unless_default");
+  EXPECT_EQ(r.at("axes")[1].at("default_matrix").get<std::vector<std::string>>(), default_matrix().offload);
+  EXPECT_EQ(r.at("presets").size(), PresetRegistry::get().entries().size());
+  // The schedule rule as the Python tools apply it gives what canonical_schedule builds, for every K.
+  for (const auto& c : r.at("canonical_schedules"))
+    for (int k = c.at("min_k").get<int>(); k <= 64; ++k) {
+      const auto& head = c.at("head");
+      std::string m;
+      for (int i = 0; i < k - 1; ++i) {
+        if (head.at("kind") == "constant") {
+          m += head.at("letter").get<std::string>();
+        } else {
+          const std::string at = head.at("at_k_minus_2");
+          m += (k - 2 - i) % 2 == 0 ? at : (at == "n" ? "S" : "n");
+        }
+      }
+      m += c.at("tail").get<std::string>();
+      EXPECT_EQ(m, canonical_schedule(c.at("name").get<std::string>(), k).modes) << c.at("name") << " K " << k;
+    }
+}
+
+TEST(RegistryJson, TheBinaryPrintsItAndWritesItIntoTheContext) {
+  const auto r = run_stdout("--describe-registry");
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out), registry_json());  // the static link kept every value
+  const std::string out = ::testing::TempDir() + "/registry_ctx_" + std::to_string(getpid()) + ".json";
+  const auto run = testing::run_bench_cli("", "--backend host --model uniform:1x64 --world-size 1 --preset zero3 "
+                                              "--schedule sync --steps 1 --benchmark_out=" + out);
+  ASSERT_EQ(run.rc, 0) << run.err;
+  std::ifstream f(out);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(nlohmann::json::parse(j.at("context").at("registry").get<std::string>()), registry_json());
+  EXPECT_EQ(run.err.find("registry: "), std::string::npos) << "the console header leaves it out";
+  EXPECT_EQ(run_stdout("--backend host --model uniform:1x64 --world-size 1 --preset zero3 --schedule sync --steps 1")
+                .out.find("registry: "),
+            std::string::npos);
+  std::remove(out.c_str());
+}
+
+TEST(Cli, AllOnAnAxisIsEveryRegisteredValueAndHelpListsThem) {
+  BenchOptions o;
+  std::vector<std::string> args = {"shardaccum_bench", "--offload", "all", "--mode", "all", "--binding", "all"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ASSERT_TRUE(parse_cli(static_cast<int>(argv.size()), argv.data(), o));
+  const MatrixAxes a = resolve_axes(o, "uniform:8x1M", 2, 8);
+  EXPECT_EQ(a.strategies.size(), BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
+                                     ModeRegistry::get().names().size() * default_matrix().division.size());
+  const auto help = run_stdout("--help");
+  for (const auto& e : OffloadRegistry::get().entries()) {
+    EXPECT_NE(help.out.find(e.info.name + ": " + e.info.description), std::string::npos) << e.info.name;
+    EXPECT_NE(help.out.find(e.info.follows), std::string::npos) << e.info.name;
+  }
+  for (const std::string& p : PresetRegistry::get().names()) EXPECT_NE(help.out.find(p), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardaccum
