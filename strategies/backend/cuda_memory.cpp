@@ -64,8 +64,9 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
     if (e == cudaErrorMemoryAllocation) {
       // As PyTorch's caching allocator: give back what the pool holds unused, then try once more.
       // Streams that are idle are synchronized first, so that their frees count as completed.
-      // An allocation failure is not sticky: clear it (any other error pending is thrown).
-      SA_CUDA_CHECK(clear_last_error({cudaErrorMemoryAllocation}));
+      // An allocation failure is not sticky: clear it (an event query's cudaErrorNotReady may be
+      // what is left instead; any other error pending is thrown).
+      SA_CUDA_CHECK(clear_last_error({cudaErrorMemoryAllocation, cudaErrorNotReady}));
       for (const auto& st : streams_) {
         const cudaError_t q = cudaStreamQuery(st.get());
         if (q == cudaSuccess)
@@ -78,7 +79,7 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
       e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
     }
     if (e == cudaErrorMemoryAllocation) {
-      SA_CUDA_CHECK(clear_last_error({cudaErrorMemoryAllocation}));
+      SA_CUDA_CHECK(clear_last_error({cudaErrorMemoryAllocation, cudaErrorNotReady}));
       uint64_t used = 0, reserved = 0;
       SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used));
       SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrReservedMemCurrent, &reserved));
