@@ -26,6 +26,13 @@ void check(CUptiResult r, const char* call) {
     throw CuptiError(std::string("CUPTI: ") + call + " failed: " + describe(r));
 }
 
+/// For calls whose failure cannot be thrown (CUPTI's callbacks, teardown): reported on stderr.
+void log_failure(CUptiResult r, const char* call, const char* context) noexcept {
+  if (r != CUPTI_SUCCESS)
+    std::fprintf(stderr, "shardaccum: CUPTI collector, %s: %s failed: %s\n", context, call,
+                 describe(r).c_str());
+}
+
 // Another CUPTI client (Nsight Systems, a second collector) holds the one subscription.
 bool is_other_subscriber(CUptiResult r) {
   return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE;
@@ -65,7 +72,9 @@ struct CuptiCallbacks {
     if (CuptiCollector* c = g_instance.load(std::memory_order_acquire)) {
       c->take(buffer, valid);
       size_t dropped = 0;
-      if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+      const CUptiResult r = cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+      log_failure(r, "cuptiActivityGetNumDroppedRecords", "buffer completed");
+      if (r == CUPTI_SUCCESS && dropped) {
         std::lock_guard<std::mutex> lock(c->mu_);
         c->dropped_ += dropped;
       }
@@ -169,9 +178,13 @@ bool CuptiCollector::start(std::string& why) {
 }
 
 void CuptiCollector::stop() noexcept {
-  for (int k : enabled_) (void)cuptiActivityDisable(static_cast<CUpti_ActivityKind>(k));
+  for (int k : enabled_)
+    log_failure(cuptiActivityDisable(static_cast<CUpti_ActivityKind>(k)), "cuptiActivityDisable",
+                "stop");
   enabled_.clear();
-  if (subscriber_) (void)cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_));
+  if (subscriber_)
+    log_failure(cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(subscriber_)),
+                "cuptiUnsubscribe", "stop");
   subscriber_ = nullptr;
 }
 
@@ -192,7 +205,11 @@ void CuptiCollector::take(uint8_t* buffer, size_t valid) noexcept {
   CUpti_Activity* rec = nullptr;
   for (;;) {
     const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &rec);
-    if (r != CUPTI_SUCCESS) break;  // CUPTI_ERROR_MAX_LIMIT_REACHED: end of the buffer
+    if (r != CUPTI_SUCCESS) {  // CUPTI_ERROR_MAX_LIMIT_REACHED: end of the buffer
+      if (r != CUPTI_ERROR_MAX_LIMIT_REACHED)
+        log_failure(r, "cuptiActivityGetNextRecord", "reading a completed buffer");
+      break;
+    }
     try {
       switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -247,8 +264,11 @@ void CuptiCollector::take(uint8_t* buffer, size_t valid) noexcept {
         default:
           break;
       }
-    } catch (...) {
-      ++dropped_;  // out of memory copying a record: count it as dropped
+    } catch (const std::exception& e) {
+      ++dropped_;  // out of memory copying a record: count it as dropped, and say so once
+      if (!copy_failure_logged_)
+        std::fprintf(stderr, "shardaccum: CUPTI collector: a record dropped: %s\n", e.what());
+      copy_failure_logged_ = true;
     }
   }
 }

@@ -111,6 +111,7 @@ class CuptiCollector {
   std::vector<ActivityRecord> records_;  // memcpy and kernel records not yet consumed
   std::deque<ActivityRecord> markers_;   // completed NVTX ranges
   std::vector<std::pair<uint32_t, ActivityRecord>> open_markers_;  // by marker id, until their end
+  bool copy_failure_logged_ = false;  // take() reports its first failure to copy a record
   uint64_t dropped_ = 0;  // records CUPTI reported dropped, not yet reported
 };
 

@@ -30,16 +30,11 @@ void throw_peer_failed(const std::string& what) {
   throw PeerFailure(what + ": another rank failed");
 }
 
-namespace {
-std::atomic<int64_t> g_last_poll_ns{0};
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-}  // namespace
-
-int64_t last_wait_poll_ns() { return g_last_poll_ns.load(std::memory_order_relaxed); }
 
 void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPolicy& policy,
                 const std::string& what) {
@@ -47,7 +42,8 @@ void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPo
   const auto t0 = Clock::now();
   // Spin briefly (a copy or kernel about to finish), then back off to a sleep of up to 1 ms.
   for (int polls = 0;; ++polls) {
-    if ((polls & 63) == 0) g_last_poll_ns.store(steady_ns(), std::memory_order_relaxed);
+    if ((polls & 63) == 0 && policy.heartbeat)
+      policy.heartbeat->store(steady_ns(), std::memory_order_relaxed);
     if (done()) return;
     if (comm) {
       ncclResult_t async = ncclSuccess;
@@ -104,81 +100,23 @@ void settle(ncclComm_t comm, const WaitPolicy& policy, const std::string& what) 
 
 void set_device(int dev) { SA_CUDA_CHECK(cudaSetDevice(dev)); }
 
-// ---- RAII
-// ----------------------------------------------------------------------------------------
-// Destructors cannot throw: a failure there is reported on stderr.
-namespace {
-void report(cudaError_t e, const char* call) {
+void log_cuda_error(cudaError_t e, const char* call, const std::string& context) noexcept {
   if (e != cudaSuccess)
-    std::fprintf(stderr, "shardaccum cuda: %s failed: %s\n", call, cudaGetErrorString(e));
-}
-}  // namespace
-
-UniqueStream::UniqueStream(int priority) {
-  SA_CUDA_CHECK(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, priority));
-}
-UniqueStream& UniqueStream::operator=(UniqueStream&& o) noexcept {
-  std::swap(s_, o.s_);
-  return *this;
-}
-UniqueStream::~UniqueStream() {
-  if (s_) report(cudaStreamDestroy(s_), "cudaStreamDestroy");
+    std::fprintf(stderr, "shardaccum cuda: %s: %s failed: %s (%s)\n", context.c_str(), call,
+                 cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-UniqueEvent::UniqueEvent(bool timing) {
-  SA_CUDA_CHECK(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
-}
-UniqueEvent& UniqueEvent::operator=(UniqueEvent&& o) noexcept {
-  std::swap(e_, o.e_);
-  return *this;
-}
-UniqueEvent::~UniqueEvent() {
-  if (e_) report(cudaEventDestroy(e_), "cudaEventDestroy");
+cudaError_t clear_last_error(std::initializer_list<cudaError_t> expected) {
+  const cudaError_t e = cudaGetLastError();
+  for (cudaError_t x : expected)
+    if (e == x) return cudaSuccess;
+  return e;
 }
 
-DeviceMemory::DeviceMemory(size_t bytes) : n_(bytes) { SA_CUDA_CHECK(cudaMalloc(&p_, bytes)); }
-DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
-  std::swap(p_, o.p_);
-  std::swap(n_, o.n_);
-  return *this;
-}
-DeviceMemory::~DeviceMemory() {
-  if (p_) report(cudaFree(p_), "cudaFree");
-}
-
-PinnedMemory::PinnedMemory(size_t bytes) : n_(bytes) {
-  SA_CUDA_CHECK(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable));
-}
-PinnedMemory& PinnedMemory::operator=(PinnedMemory&& o) noexcept {
-  std::swap(p_, o.p_);
-  std::swap(n_, o.n_);
-  return *this;
-}
-PinnedMemory::~PinnedMemory() {
-  if (p_) report(cudaFreeHost(p_), "cudaFreeHost");
-}
-
-UniqueMemPool::UniqueMemPool(int device) {
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  SA_CUDA_CHECK(cudaMemPoolCreate(&p_, &props));
-  // Keep freed memory reserved (no unmapping between steps), and never let the pool make a stream
-  // wait for another stream's free: like PyTorch's caching allocator, it takes fresh memory
-  // instead. The peak is the used (not reserved) high watermark either way.
-  uint64_t keep = UINT64_MAX;
-  SA_CUDA_CHECK(cudaMemPoolSetAttribute(p_, cudaMemPoolAttrReleaseThreshold, &keep));
-  int no = 0;
-  SA_CUDA_CHECK(cudaMemPoolSetAttribute(p_, cudaMemPoolReuseAllowInternalDependencies, &no));
-}
-UniqueMemPool& UniqueMemPool::operator=(UniqueMemPool&& o) noexcept {
-  std::swap(p_, o.p_);
-  return *this;
-}
-UniqueMemPool::~UniqueMemPool() {
-  if (p_) report(cudaMemPoolDestroy(p_), "cudaMemPoolDestroy");
+void log_nccl_error(ncclResult_t r, const char* call, const std::string& context) noexcept {
+  if (r != ncclSuccess && r != ncclInProgress)
+    std::fprintf(stderr, "shardaccum cuda: %s: %s failed: %s\n", context.c_str(), call,
+                 ncclGetErrorString(r));
 }
 
 }  // namespace shardaccum::cuda

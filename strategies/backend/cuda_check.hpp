@@ -1,13 +1,15 @@
 #pragma once
-// Checked CUDA and NCCL calls (a failure throws with the call, file and line), RAII handles, and
-// the bounded wait that every blocking point of the cuda backend goes through: it polls, watches
-// NCCL's asynchronous error and a peer-failure flag, and gives up after a timeout, never hanging.
+// Checked CUDA and NCCL calls (a failure throws with the call, file and line; the RAII handles are
+// in cuda_handles.hpp), and the bounded wait that every blocking point of the cuda backend goes
+// through: it polls, watches NCCL's asynchronous error and a peer-failure flag, and gives up after
+// a timeout, never hanging.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -56,10 +58,16 @@ struct WaitTimeout : CudaError {
 struct WaitPolicy {
   double timeout_s = 300;
   const std::atomic<bool>* peer_failed = nullptr;  // set when another rank of the run failed
+  /// When set: steady_clock nanoseconds of the wait's latest poll, stored every 64 polls. The
+  /// heartbeat the world's watchdog reads (a thread stuck outside the bounded waits stops it).
+  std::atomic<int64_t>* heartbeat = nullptr;
 };
 
+/// steady_clock nanoseconds now: the clock of WaitPolicy::heartbeat.
+int64_t steady_ns();
+
 /// Thrown when a wait ends because another rank failed; the runner reports that rank's error.
-/// (The strategies' PeerFailure is used for this: see cuda_backend.cpp.)
+/// (The strategies' PeerFailure is used for this: see common/errors.hpp.)
 [[noreturn]] void throw_peer_failed(const std::string& what);
 
 /// Polls `done` until it returns true. Between polls: NCCL's asynchronous error on `comm` (when
@@ -67,10 +75,6 @@ struct WaitPolicy {
 /// `what` names the wait in messages ("rank 1: end_step").
 void wait_until(const std::function<bool()>& done, ncclComm_t comm, const WaitPolicy& policy,
                 const std::string& what);
-
-/// steady_clock nanoseconds of the latest poll of any wait_until in the process: the heartbeat a
-/// watchdog reads (a thread stuck outside the bounded waits stops it).
-int64_t last_wait_poll_ns();
 
 /// Waits for a recorded event (cudaEventQuery) in the manner of wait_until.
 void wait_event(cudaEvent_t ev, ncclComm_t comm, const WaitPolicy& policy, const std::string& what);
@@ -82,85 +86,14 @@ void settle(ncclComm_t comm, const WaitPolicy& policy, const std::string& what);
 /// Makes `dev` current for the calling thread.
 void set_device(int dev);
 
-// ---- RAII handles
-// --------------------------------------------------------------------------------
-
-class UniqueStream {
- public:
-  UniqueStream() = default;
-  explicit UniqueStream(int priority);
-  UniqueStream(UniqueStream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
-  UniqueStream& operator=(UniqueStream&& o) noexcept;
-  ~UniqueStream();
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
-class UniqueEvent {
- public:
-  UniqueEvent() = default;
-  explicit UniqueEvent(bool timing);
-  UniqueEvent(UniqueEvent&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
-  UniqueEvent& operator=(UniqueEvent&& o) noexcept;
-  ~UniqueEvent();
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
-
-/// cudaMalloc'd device memory (ceilings, oracle scratch: not the measured pool).
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  explicit DeviceMemory(size_t bytes);
-  DeviceMemory(DeviceMemory&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept;
-  ~DeviceMemory();
-  void* get() const { return p_; }
-  size_t bytes() const { return n_; }
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
-};
-
-/// cudaHostAlloc'd pinned memory, portable across the devices of the process.
-class PinnedMemory {
- public:
-  PinnedMemory() = default;
-  explicit PinnedMemory(size_t bytes);
-  PinnedMemory(PinnedMemory&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
-  PinnedMemory& operator=(PinnedMemory&& o) noexcept;
-  ~PinnedMemory();
-  void* get() const { return p_; }
-  size_t bytes() const { return n_; }
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
-};
-
-/// A device memory pool: the measured device memory, its used high watermark is the peak.
-class UniqueMemPool {
- public:
-  UniqueMemPool() = default;
-  explicit UniqueMemPool(int device);
-  UniqueMemPool(UniqueMemPool&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  UniqueMemPool& operator=(UniqueMemPool&& o) noexcept;
-  ~UniqueMemPool();
-  cudaMemPool_t get() const { return p_; }
-
- private:
-  cudaMemPool_t p_ = nullptr;
-};
+/// Reports a failed CUDA call that is deliberately not thrown (a destructor, a teardown that must
+/// go on) on stderr with its context ("rank 1: shutdown"); nothing for cudaSuccess.
+void log_cuda_error(cudaError_t e, const char* call, const std::string& context) noexcept;
+/// Clears the calling thread's last CUDA error (cudaGetLastError) after a call that may leave one
+/// on purpose: an allocation that failed for lack of memory, a query of a busy stream. Returns
+/// cudaSuccess when the cleared error is none or one of `expected`, else that error.
+cudaError_t clear_last_error(std::initializer_list<cudaError_t> expected);
+/// As log_cuda_error, for NCCL (ncclInProgress is no error).
+void log_nccl_error(ncclResult_t r, const char* call, const std::string& context) noexcept;
 
 }  // namespace shardaccum::cuda

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "strategies/backend/cuda_check.hpp"
+#include "strategies/backend/cuda_handles.hpp"
 
 namespace shardaccum::cuda {
 

@@ -8,11 +8,13 @@
 // Inside a measured step only `any` is called, and it moves no memcpy (CUPTI counts the step's
 // copies): a memset sets the flag, an all-reduce (max) combines it, a one-thread kernel hands it
 // to mapped pinned memory. `allgather` copies, and is called between steps only.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "strategies/backend/cuda_check.hpp"
+#include "strategies/backend/cuda_handles.hpp"
 
 namespace shardaccum::cuda {
 
@@ -47,12 +49,13 @@ class ProcessLink {
   /// Waits for the link stream; on failure marks the link broken and rethrows.
   void finish(const WaitPolicy& policy, const std::string& what);
 
-  ncclComm_t comm_ = nullptr;
+  UniqueComm comm_;
   int rank_, world_;
+  std::atomic<int64_t>* heartbeat_;  // the world's: the destructor's bounded finalize writes it
   UniqueStream stream_;
   UniqueEvent done_;
   DeviceMemory flag_, scratch_;
-  int* mapped_ = nullptr;  // cudaHostAllocMapped: the flag as the host sees it
+  PinnedMemory mapped_;  // cudaHostAllocMapped: the flag as the host sees it (an int)
   bool broken_ = false;
 };
 

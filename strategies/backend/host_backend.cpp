@@ -1,7 +1,6 @@
 #include "strategies/backend/host_backend.hpp"
 
 #include <atomic>
-#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 
 #include "profiling/trace.hpp"
 #include "strategies/backend/host_elements.hpp"
+#include "strategies/backend/rank_barrier.hpp"
 #include "common/errors.hpp"
 
 namespace shardaccum {
@@ -39,15 +39,12 @@ double ms_since(Clock::time_point t0) {
 
 /// State shared by the rank threads of one Backend::run: the rendezvous of the collectives.
 struct Rendezvous {
-  explicit Rendezvous(int n) : barrier(n), inputs(n), flags(n) {}
-  std::barrier<> barrier;
+  explicit Rendezvous(int n) : barrier(n), inputs(n) {}
+  RankBarrier barrier;
   std::vector<const Buffer*> inputs;
-  std::vector<char> flags;
-  std::atomic<bool> aborted{false};
 
-  void arrive() {
-    barrier.arrive_and_wait();
-    if (aborted) throw PeerFailure("host backend: a rank failed and left the collective");
+  void arrive(const char* op) {
+    barrier.arrive_and_wait(RankBarrier::kNoTimeout, std::string("host backend: ") + op);
   }
 };
 
@@ -185,7 +182,7 @@ class HostRank final : public RankBackend {
                          ": output must be input/world_size elements of the same dtype");
     const auto t0 = Clock::now();
     rv_->inputs[rank_] = &in;
-    rv_->arrive();
+    rv_->arrive("reduce_scatter");
     // Sum in fp32 in rank order, round once to the reduce dtype (NCCL's bf16 sum may round per
     // hop; with the oracle's dyadic values both are exact).
     const uint64_t n = out.numel(), off = n * rank_;
@@ -194,7 +191,7 @@ class HostRank final : public RankBackend {
       for (int r = 0; r < world_; ++r) s += detail::load(rv_->inputs[r]->data(), in.dtype(), off + j);
       detail::store(out.data(), out.dtype(), j, s);
     }
-    rv_->arrive();  // no rank frees its input before every rank has read its shard
+    rv_->arrive("reduce_scatter");  // no rank frees its input before every rank has read its shard
     m_.nccl_input_bytes += in.bytes();
     ++m_.reduce_scatter_calls;
     done(Phase::reduce_scatter, t0, trace::track::kComm, "reduce_scatter", in.bytes());
@@ -205,12 +202,7 @@ class HostRank final : public RankBackend {
   void host_wait(Event) override {}
 
   bool any_rank(bool mine) override {
-    rv_->flags[rank_] = mine;
-    rv_->arrive();
-    bool any = false;
-    for (char f : rv_->flags) any = any || f;
-    rv_->arrive();
-    return any;
+    return rv_->barrier.any(rank_, mine, RankBarrier::kNoTimeout, "host backend: any_rank");
   }
 
   ShardCheck check_shard(const Buffer& shard, const OracleKey& key) override {
@@ -305,14 +297,14 @@ class HostBackend final : public Backend {
             fn(*ranks_[r]);
           } catch (...) {
             errors[r] = std::current_exception();
-            rv.aborted = true;  // peers blocked in a collective are released by the drop below
+            rv.barrier.fail();  // peers blocked in a collective, now or later, give up
+            return;
           }
-          rv.barrier.arrive_and_drop();
+          rv.barrier.leave();
         });
       } catch (const std::system_error& e) {
         // The ranks never started would hold the others in a collective: let them drop out.
-        rv.aborted = true;
-        for (int missing = r; missing < opts_.world_size; ++missing) rv.barrier.arrive_and_drop();
+        rv.barrier.fail();
         for (auto& t : threads) t.join();
         throw std::runtime_error("host backend: cannot start " + std::to_string(opts_.world_size) +
                                  " rank threads (" + e.what() + "); use a smaller --world-size");

@@ -1,13 +1,17 @@
 #pragma once
-// Internals of the cuda backend, shared by cuda_backend.cpp (the ranks and the world) and
-// cuda_ceilings.cpp (the ceilings). Not for strategies: they see only backend.hpp.
+// One rank of the cuda backend (docs/DESIGN.md §4): its streams, memory, communicator, and the
+// worker thread of its host tasks. Internal: strategies see only backend.hpp.
 //
 // Ordering. Every operation is issued on one of the rank's three streams. Besides the events the
 // strategies record and wait on, the backend orders each operation after the last write of every
 // operand on another stream (and a write after the other streams' reads), using the end event of
 // those operations: a strategy that forgets a wait cannot produce a race, only less overlap.
 // A buffer is freed on the stream that used it last, after the others' uses of it.
-#include <algorithm>
+//
+// The definitions, by concept: cuda_rank.cpp (construction, validation), cuda_hazards.cpp
+// (cross-stream ordering, host loops), cuda_host_tasks.cpp (the worker), cuda_memory.cpp (pool,
+// pinned arena, deferred frees), cuda_operations.cpp, cuda_rank_events.cpp (events, any_rank),
+// cuda_step.cpp (step timing, CUPTI and trace), cuda_oracle_check.cpp (check_shard).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +19,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,49 +27,14 @@
 #include <vector>
 
 #include "strategies/backend/backend.hpp"
-#include "strategies/backend/cuda_backend.hpp"
 #include "strategies/backend/cuda_check.hpp"
+#include "strategies/backend/cuda_event_pool.hpp"
+#include "strategies/backend/cuda_handles.hpp"
 #include "strategies/backend/cuda_kernels.hpp"
 #include "strategies/backend/cuda_pinned_arena.hpp"
 #include "strategies/backend/cuda_process_link.hpp"
-#include "profiling/cupti_collector.hpp"
 
 namespace shardaccum::cuda {
-
-/// The rendezvous of the rank threads (any_rank, the ceilings): a rank that fails releases the
-/// others with PeerFailure; a wait past the timeout throws WaitTimeout.
-class RankBarrier {
- public:
-  explicit RankBarrier(int n) : n_(n), flags_(n) {}
-  void reset();  // before the threads start
-  void fail();   // a rank failed: wake and fail every waiter, now and later
-  const std::atomic<bool>* failed_flag() const { return &failed_; }
-  void arrive_and_wait(const WaitPolicy& policy, const std::string& what);
-  /// True on every rank if any rank passed true.
-  bool any(int rank, bool mine, const WaitPolicy& policy, const std::string& what);
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  int n_, arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::vector<char> flags_;
-  std::atomic<bool> failed_{false};
-};
-
-/// Events that are reused once every stream of the rank has drained.
-class EventPool {
- public:
-  explicit EventPool(bool timing) : timing_(timing) {}
-  cudaEvent_t next();
-  void recycle() { used_ = 0; }
-  size_t size() const { return events_.size(); }
-
- private:
-  bool timing_;
-  std::vector<UniqueEvent> events_;
-  size_t used_ = 0;
-};
 
 class CudaWorld;
 
@@ -108,10 +78,16 @@ class CudaRank final : public RankBackend {
   int device() const { return device_; }
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)].get(); }
   cudaMemPool_t pool() const { return pool_.get(); }
-  ncclComm_t comm() const { return comm_; }
-  void set_comm(ncclComm_t c) {
-    comm_ = c;
+  ncclComm_t comm() const { return comm_.get(); }
+  /// A new communicator (init_comms): the count of collectives starts again.
+  void set_comm(UniqueComm c) {
+    comm_ = std::move(c);
     collectives_ = 0;
+  }
+  /// Takes the communicator out for teardown (cuda_comms.cpp); the rank has none afterwards.
+  UniqueComm take_comm() {
+    collectives_ = 0;
+    return std::move(comm_);
   }
   /// Under a multi-process launch: the link to the other processes' ranks, else nullptr.
   ProcessLink* link() const { return link_.get(); }
@@ -198,7 +174,7 @@ class CudaRank final : public RankBackend {
   UniqueStream streams_[3];
   UniqueStream aux_;  // oracle work: not in the step
   UniqueMemPool pool_;
-  ncclComm_t comm_ = nullptr;
+  UniqueComm comm_;
   uint64_t collectives_ = 0;
   std::unique_ptr<ProcessLink> link_;
 
@@ -229,83 +205,8 @@ class CudaRank final : public RankBackend {
   std::atomic<uint64_t> tasks_queued_{0}, tasks_done_{0};
   std::exception_ptr task_error_;
   bool task_cancel_ = false, task_stop_ = false;
+  std::atomic<std::thread::id> worker_id_{};  // set by the worker itself: on_worker() compares
   std::thread worker_;
 };
-
-class CudaWorld final : public Backend {
- public:
-  explicit CudaWorld(const CudaBackendOptions& opts);
-  ~CudaWorld() override;
-
-  std::string name() const override { return "cuda"; }
-  int world_size() const override { return opts_.world_size; }
-  std::vector<int> local_ranks() const override;
-  void allgather(std::vector<std::vector<uint8_t>>& per_rank) override;
-  void release_cached_memory() override;
-  void run(const std::function<void(RankBackend&)>& fn) override;
-  nlohmann::json context() const override;
-  bool gpu_times() const override { return true; }
-  int host_task_depth() const override { return opts_.host_task_depth; }
-  /// The CUPTI collector, or nullptr (--cupti off, or another subscriber such as nsys).
-  cupti::CuptiCollector* collector() const { return collector_; }
-
-  /// Ceilings measured on all ranks at once (cuda_ceilings.cpp); also stored for context().
-  nlohmann::json measure_ceilings();
-
-  const CudaBackendOptions& options() const { return opts_; }
-  int host_threads() const { return host_threads_; }
-  RankBarrier& barrier() { return barrier_; }
-  /// Ranks of this process: world_size, or 1 under a multi-process launch.
-  int local_count() const { return static_cast<int>(ranks_.size()); }
-  /// The global rank of local rank 0 (0, or process_rank).
-  int rank_base() const { return std::max(opts_.process_rank, 0); }
-  bool multi_process() const { return opts_.process_rank >= 0; }
-  /// Under a multi-process launch, after a failure no rank can recover from (a peer process died,
-  /// a collective hung): later calls fail at once and teardown calls neither NCCL nor CUDA, since
-  /// ncclCommAbort can hang when a peer on the node died (NVIDIA/nccl#863). The caller ends the
-  /// process (bench/main.cpp: std::_Exit after writing its results).
-  bool abandoned() const override { return abandoned_; }
-  /// Every rank of the world waits here: the host barrier, then (across processes) the link.
-  void all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy, const std::string& what);
-  WaitPolicy policy() const { return {opts_.timeout_s, barrier_.failed_flag()}; }
-
- private:
-  /// Runs fn(i) on one thread per local rank i (device current); returns each one's exception.
-  std::vector<std::exception_ptr> run_ranks(const std::function<void(int)>& fn);
-  void init_comms();
-  /// Finalizes and destroys the communicators, or aborts them (`abort`). Under a multi-process
-  /// launch an abort abandons the world instead (see abandoned()).
-  void destroy_comms(bool abort, const std::string& why = "") noexcept;
-  void abandon(const std::string& why) noexcept;
-  /// Under a multi-process launch: ends the process when a call outside the bounded waits makes no
-  /// progress for timeout_s + 15 s while ranks are busy (an NCCL or CUDA call stuck on a dead peer).
-  void watchdog_loop();
-  /// Marks the ranks busy for the watchdog while alive.
-  struct Busy {
-    explicit Busy(CudaWorld& w);
-    ~Busy();
-    CudaWorld& w;
-  };
-  void recover(const std::vector<std::exception_ptr>& errors);
-
-  CudaBackendOptions opts_;
-  cupti::CuptiCollector* collector_ = nullptr;
-  int host_threads_ = 1;
-  RankBarrier barrier_;
-  std::vector<std::unique_ptr<CudaRank>> ranks_;
-  bool comms_ok_ = false;
-  bool abandoned_ = false;
-  std::string dead_;  // why the backend can no longer run, when it cannot
-  std::atomic<int64_t> busy_since_ns_{0};  // 0: idle
-  std::string busy_what_;
-  std::atomic<bool> watchdog_stop_{false};
-  std::thread watchdog_;
-  nlohmann::json static_context_;
-  mutable std::mutex ceilings_mutex_;
-  nlohmann::json ceilings_ = nlohmann::json::object();
-};
-
-/// Rethrows the root cause: the first error that is not a PeerFailure, else the first.
-[[noreturn]] void rethrow_root(const std::vector<std::exception_ptr>& errors);
 
 }  // namespace shardaccum::cuda

@@ -1,0 +1,92 @@
+// What a cuda world records in the JSON context: devices, versions, options (once, at start), and
+// the figures that change (CUPTI state, pinned arena growth, the last ceilings).
+#include "strategies/backend/cuda_world.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace shardaccum::cuda {
+
+namespace {
+std::string version_string(int v) {  // CUDA: 1000*major + 10*minor
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+}  // namespace
+
+void CudaWorld::build_static_context() {
+  int driver = 0, runtime = 0, nccl = 0, count = 0;
+  SA_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  SA_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  SA_CUDA_CHECK(cudaGetDeviceCount(&count));
+  SA_NCCL_CHECK(ncclGetVersion(&nccl));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  nlohmann::json devices = nlohmann::json::array();
+  for (int i = 0; i < local_count(); ++i) {
+    cudaDeviceProp p{};
+    SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts_.first_device + i));
+    char bus[32] = {};
+    SA_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, opts_.first_device + i));
+    devices.push_back(
+        {{"rank", rank_base() + i},
+         {"host", host},
+         {"device", opts_.first_device + i},
+         {"name", p.name},
+         {"pci_bus_id", bus},
+         {"total_memory_bytes", p.totalGlobalMem},
+         {"sm_count", p.multiProcessorCount},
+         {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)}});
+  }
+  if (multi_process()) {  // every process's devices, so that rank 0's context lists them all
+    std::vector<std::vector<uint8_t>> all(opts_.world_size);
+    const std::string mine = devices.dump();
+    all[rank_base()].assign(mine.begin(), mine.end());
+    allgather(all);
+    devices = nlohmann::json::array();
+    for (const auto& b : all)
+      for (const auto& d : nlohmann::json::parse(b.begin(), b.end())) devices.push_back(d);
+  }
+  static_context_ = {
+      {"backend", "cuda"},
+      {"time_domain", "CUDA events on each rank's streams"},
+      {"world_size", opts_.world_size},
+      {"launch", multi_process() ? "one process per GPU (--launcher env); this context is rank 0's, "
+                                   "its pinned arena figures are rank 0's own"
+                                 : "one process, a thread per rank (--launcher threads)"},
+      {"device_count", count},
+      {"devices", devices},
+      {"driver_version", version_string(driver)},
+      {"runtime_version", version_string(runtime)},
+      {"nccl_version", std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
+                           std::to_string(nccl % 100)},
+      {"nccl_header_version", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+                                  std::to_string(NCCL_PATCH)},
+      {"device_memory", "cudaMallocAsync pool per rank; peak = cudaMemPoolAttrUsedMemHigh"},
+      {"pinned_pool_bytes", opts_.pinned_pool_bytes},
+      {"host_add_threads", host_threads_},
+      {"host_task_depth", opts_.host_task_depth},
+      {"omp_max_threads", omp_get_max_threads()},
+      {"hardware_threads", std::thread::hardware_concurrency()},
+      {"timeout_s", opts_.timeout_s}};
+}
+
+nlohmann::json CudaWorld::context() const {
+  nlohmann::json j = static_context_;
+  j["bytes_source"] = collector_ ? "cupti" : "backend accounting";
+  j["cupti_kernels"] = collector_ && opts_.cupti_kernels ? "on" : "off";
+  j["cupti"] = collector_ ? "on" : (opts_.cupti ? "off (another CUPTI subscriber, e.g. Nsight Systems)" : "off (--cupti off)");
+  nlohmann::json growths = nlohmann::json::array(), capacity = nlohmann::json::array();
+  for (const auto& r : ranks_) {
+    growths.push_back(r->pinned_growths());
+    capacity.push_back(r->pinned_capacity());
+  }
+  j["pinned_arena_growths"] = growths;
+  j["pinned_arena_bytes"] = capacity;
+  std::lock_guard<std::mutex> l(ceilings_mutex_);
+  j.update(ceilings_);
+  return j;
+}
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,138 @@
+// The operations of a cuda rank: copy, add, convert, scale, generate, reduce_scatter, each issued
+// on its stream after the hazards of its operands (cuda_hazards.cpp).
+#include "strategies/backend/cuda_rank.hpp"
+
+#include <optional>
+
+#include "common/errors.hpp"
+#include "profiling/nvtx.hpp"
+#include "strategies/backend/cuda_util.hpp"
+#include "strategies/backend/cuda_world.hpp"
+
+namespace shardaccum::cuda {
+
+namespace {
+ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : ncclBfloat16; }
+}  // namespace
+
+
+void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  after_tasks(l, {&dst, &src}, "copy");
+  live(dst, "copy", "destination");
+  live(src, "copy", "source");
+  if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
+    throw BackendError(who("copy") + " between " + shape(src) + " and " + shape(dst) +
+                       ": copies move bytes, dtype and numel must match");
+  if (dst.space() == MemSpace::pinned_host && src.space() == MemSpace::pinned_host)
+    throw BackendError(who("copy") + ": host-to-host copy is not a transfer of this suite");
+  const bool h2d = src.space() == MemSpace::pinned_host;
+  const bool d2h = dst.space() == MemSpace::pinned_host;
+  const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
+  const int si = idx(s);
+  // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase.
+  std::optional<nvtx::PhaseRange> range;
+  if (h2d || d2h) range.emplace(phase, src.bytes(), rank_);
+  cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+  SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
+  end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
+  if (h2d) m_.h2d_bytes += src.bytes();
+  if (d2h) m_.d2h_bytes += src.bytes();
+}
+
+void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  if (space == MemSpace::pinned_host) after_tasks(l, {&dst, &src}, "add");
+  in_space(dst, space, "add", "accumulator");
+  in_space(src, space, "add", "addend");
+  if (dst.numel() != src.numel())
+    throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) +
+                       ": numel differs");
+  if (space == MemSpace::device) {
+    const int si = idx(s);
+    cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+    launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s));
+    end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+    if (in_step_) m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
+    return;
+  }
+  // The CPU add (pinned memory): after the GPU's pending accesses to either operand.
+  if (in_step_) m_.cpu_add_bytes += src.bytes() + 2 * dst.bytes();
+  host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
+    // NVTX only: host_op draws the CPU add on the trace's "host" track.
+    nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_, false);
+    host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
+  });
+}
+
+void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  in_space(dst, MemSpace::device, "convert", "destination");
+  in_space(src, MemSpace::device, "convert", "source");
+  if (dst.numel() != src.numel())
+    throw BackendError(who("convert") + " of " + shape(src) + " into " + shape(dst) +
+                       ": numel differs");
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
+  launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s));
+  end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
+  if (in_step_) m_.accumulate_bytes += src.bytes() + dst.bytes();
+}
+
+void CudaRank::scale(Buffer& dst, double factor, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  after_tasks(l, {&dst}, "scale");
+  live(dst, "scale", "operand");
+  const float f = static_cast<float>(factor);  // as the host backend: one fp32 multiply
+  if (dst.space() == MemSpace::device) {
+    const int si = idx(s);
+    cudaEvent_t start = begin_gpu_op(si, {{&dst, true}});
+    launch_scale(dst.data(), dst.dtype(), dst.numel(), f, stream(s));
+    end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
+    return;
+  }
+  host_op(l, Phase::finalize, {{&dst, true}}, "scale",
+          [&] { host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads()); });
+}
+
+void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) {
+  set_device(device_);
+  Lock l(mu_);
+  in_space(grad, MemSpace::device, "generate", "gradient");
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}});
+  launch_generate(grad.data(), grad.dtype(), grad.numel(), key, accumulate, stream(s));
+  end_gpu_op(si, Phase::backward, start, {{&grad, true}});
+}
+
+void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
+  set_device(device_);
+  Lock l(mu_);
+  in_space(in, MemSpace::device, "reduce_scatter", "input");
+  in_space(out, MemSpace::device, "reduce_scatter", "output");
+  const int n = world_size();
+  if (in.dtype() != out.dtype() || in.numel() != out.numel() * static_cast<uint64_t>(n))
+    throw BackendError(who("reduce_scatter") + " of " + shape(in) + " into " + shape(out) +
+                       ": output must be input/world_size elements of the same dtype");
+  if (!comm_)
+    throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
+  const int si = idx(Stream::comm);
+  cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
+  ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
+  const ncclResult_t r =
+      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_.get(),
+                        stream(Stream::comm));
+  if (r == ncclInProgress)
+    settle(comm_.get(), policy(), who("ncclReduceScatter"));
+  else if (r != ncclSuccess)
+    throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
+  end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
+  m_.nccl_input_bytes += in.bytes();
+  ++m_.reduce_scatter_calls;
+}
+
+}  // namespace shardaccum::cuda

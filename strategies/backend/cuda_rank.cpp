@@ -1,0 +1,79 @@
+// A cuda rank: construction, shutdown, and the validation of operands (cuda_rank.hpp).
+#include "strategies/backend/cuda_rank.hpp"
+
+#include <cstdio>
+
+#include "common/errors.hpp"
+#include "strategies/backend/cuda_util.hpp"
+#include "strategies/backend/cuda_world.hpp"
+
+namespace shardaccum::cuda {
+
+CudaRank::CudaRank(CudaWorld& world, int rank, int device)
+    : world_(world),
+      rank_(rank),
+      device_(device),
+      streams_{UniqueStream(0), UniqueStream(0), UniqueStream(0)},
+      aux_(0),
+      pool_(device),
+      arena_(world.options().pinned_pool_bytes) {
+  pinned_capacity_ = arena_.capacity();
+  // The oracle's scratch at start, not at the first check: a long run's device memory stays level
+  // from its first step (the staging of a pinned shard is at most kCheckStagingBytes).
+  check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);
+  check_result_ = DeviceMemory(sizeof(CheckSums));
+  check_staging_ = DeviceMemory(kCheckStagingBytes);
+  check_prefixes_ = DeviceMemory(kCheckPrefixBytes);
+}
+
+CudaRank::~CudaRank() {
+  {
+    std::lock_guard<std::mutex> g(task_mu_);
+    task_stop_ = true;
+    task_cancel_ = true;
+  }
+  task_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  try {
+    set_device(device_);
+    drain(WaitPolicy{30, nullptr, world_.heartbeat()}, who("shutdown"), false);
+    // Buffers that outlived the backend: their owners must not use them any more. A failure is
+    // logged and the shutdown goes on (the pool is destroyed next either way).
+    for (auto& [p, a] : allocs_)
+      if (a.space == MemSpace::device)
+        log_cuda_error(cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute)), "cudaFreeAsync",
+                       who("shutdown"));
+    log_cuda_error(cudaStreamSynchronize(stream(Stream::compute)), "cudaStreamSynchronize",
+                   who("shutdown"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d shutdown: %s\n", rank_, e.what());
+  }
+}
+
+int CudaRank::world_size() const { return world_.world_size(); }
+
+WaitPolicy CudaRank::policy() const { return world_.policy(); }
+
+std::string CudaRank::who(const char* op) const {
+  return "cuda backend rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) +
+         "): " + op;
+}
+
+CudaRank::Alloc& CudaRank::live(const Buffer& b, const char* op, const char* role) {
+  if (!b) throw BackendError(who(op) + ": " + role + " is empty");
+  auto it = allocs_.find(b.data());
+  if (it == allocs_.end())
+    throw BackendError(who(op) + ": " + role + " " + shape(b) + " is not a live buffer of rank " +
+                       std::to_string(rank_) + " (freed?)");
+  return it->second;
+}
+
+CudaRank::Alloc& CudaRank::in_space(const Buffer& b, MemSpace s, const char* op, const char* role) {
+  Alloc& a = live(b, op, role);
+  if (b.space() != s)
+    throw BackendError(who(op) + ": " + role + " " + shape(b) +
+                       " is in the wrong memory space (expected " + space_name(s) + ")");
+  return a;
+}
+
+}  // namespace shardaccum::cuda

@@ -1,0 +1,157 @@
+// A cuda rank's steps: drains, step timing from CUDA events, CUPTI's totals of the step's window,
+// the trace's GPU tracks, and the recovery of a rank after a failed run.
+#include "strategies/backend/cuda_rank.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/errors.hpp"
+#include "profiling/trace.hpp"
+#include "strategies/backend/cuda_util.hpp"
+#include "strategies/backend/cuda_world.hpp"
+
+namespace shardaccum::cuda {
+
+void CudaRank::drain(const WaitPolicy& p, const std::string& what, bool watch_comm) {
+  for (int s = 0; s < kStreamCount; ++s) {
+    cudaEvent_t ev = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(ev, streams_[s].get()));
+    wait_event(ev, watch_comm ? comm_.get() : nullptr, p, what + " (" + stream_name(s) + " stream)");
+  }
+}
+
+void CudaRank::forget_pending() {
+  for (auto& [p, a] : allocs_) {
+    a.write = {};
+    std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+    a.last_stream = -1;
+  }
+  for (DeferredFree& d : deferred_) arena_.free(d.p);
+  deferred_.clear();
+  ops_.clear();
+  in_step_ = false;  // a step abandoned by a failure is over too
+  timing_.recycle();
+  marks_.recycle();
+}
+
+void CudaRank::recover(const WaitPolicy& p) {
+  try {
+    if (std::exception_ptr task = settle_tasks(true))
+      std::fprintf(stderr, "shardaccum cuda: rank %d recovery: a host task failed: %s\n", rank_,
+                   error_text(task).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardaccum cuda: rank %d recovery: %s\n", rank_, e.what());
+  }
+  set_device(device_);
+  Lock l(mu_);
+  drain(p, who("recovery"), false);
+  forget_pending();
+}
+
+void CudaRank::begin_step() {
+  if (std::exception_ptr e = settle_tasks(false)) std::rethrow_exception(e);
+  set_device(device_);
+  Lock l(mu_);
+  drain(policy(), who("begin_step"));
+  observe_idle_streams();
+  forget_pending();
+  ++step_seq_;
+  for (auto it = user_live_.begin(); it != user_live_.end();) {  // keep this and the last step's
+    if (it->second.step + 1 < step_seq_) {
+      user_free_.push_back(it->second.slot);
+      it = user_live_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  m_ = StepMetrics{};
+  uint64_t zero = 0;  // resets the high watermark to the memory in use now
+  SA_CUDA_CHECK(cudaMemPoolSetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &zero));
+  pinned_peak_ = pinned_current_;
+  // The step starts at one event on the compute stream that the other two streams wait for.
+  step_start_ = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
+  step_host_t0_ = trace::Clock::now();  // the streams are drained: the event completes about now
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
+  if (auto* c = world_.collector()) cupti_t0_ = c->now();
+  in_step_ = true;
+}
+
+StepMetrics CudaRank::end_step() {
+  // The host tasks first: the step ends after its last CPU add. A task's error is rethrown
+  // once the step's figures are complete.
+  const std::exception_ptr task_error = settle_tasks(false);
+  set_device(device_);
+  Lock l(mu_);
+  if (!in_step_) throw BackendError(who("end_step") + " without begin_step");
+  for (Stream s : {Stream::comm, Stream::copy}) {
+    cudaEvent_t ev = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
+    SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::compute), ev, 0));
+  }
+  cudaEvent_t end = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(end, stream(Stream::compute)));
+  in_step_ = false;
+  wait_event(end, comm_.get(), policy(), who("end_step"));
+  float ms = 0;
+  for (const TimedOp& op : ops_) {
+    SA_CUDA_CHECK(cudaEventElapsedTime(&ms, op.start, op.end));
+    m_.phase_ms[static_cast<int>(op.phase)] += ms;
+  }
+  SA_CUDA_CHECK(cudaEventElapsedTime(&ms, step_start_, end));
+  m_.step_ms = ms;
+  uint64_t high = 0;
+  SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &high));
+  m_.peak_device_bytes = high;
+  m_.peak_pinned_bytes = pinned_peak_;
+  m_.accounted_h2d_bytes = m_.h2d_bytes;
+  m_.accounted_d2h_bytes = m_.d2h_bytes;
+  if (trace::current() && !(world_.collector() && world_.options().cupti_kernels)) trace_ops_from_events();
+  if (auto* c = world_.collector()) {
+    // Every stream is idle: the window holds all of the step's records, none of the oracle's.
+    const uint64_t t_end = c->now();
+    const gpu_activity::WindowTotals w = c->totals(device_, cupti_t0_, t_end);
+    m_.bytes_from_cupti = true;
+    m_.h2d_bytes = w.h2d_bytes;
+    m_.d2h_bytes = w.d2h_bytes;
+    m_.nccl_kernel_ms = w.nccl_ms;
+    m_.accumulate_kernel_ms = w.accumulate_ms;
+    m_.generate_kernel_ms = w.generate_ms;
+    if (auto* tt = trace::current()) {
+      const uint32_t ids[3] = {c->stream_id(stream(Stream::compute)), c->stream_id(stream(Stream::comm)),
+                               c->stream_id(stream(Stream::copy))};
+      gpu_activity::append_to_trace(*tt, w.records, c->clock_map(), [&](uint32_t id) -> std::string {
+        if (id == ids[0]) return "compute stream";
+        if (id == ids[1]) return "comm stream";
+        if (id == ids[2]) return "copy stream";
+        return "other stream";
+      });
+      // NVTX ranges as CUPTI saw them (every thread of the process: asked once, by local rank 0).
+      if (c->markers_enabled() && local_index() == 0)
+        gpu_activity::append_markers_to_trace(*tt, c->markers(cupti_t0_, t_end), c->clock_map());
+    }
+  }
+  forget_pending();  // every stream is idle: the end event follows all three
+  if (task_error) std::rethrow_exception(task_error);
+  return m_;
+}
+
+void CudaRank::trace_ops_from_events() {
+  const trace::ThreadTrace* tt = trace::current();
+  const bool cupti_copies = world_.collector() != nullptr;
+  float t0 = 0, t1 = 0;
+  for (const TimedOp& op : ops_) {
+    if (op.is_copy && cupti_copies) continue;  // CUPTI's MEMCPY records show these
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
+    const auto at = [&](float ms) {
+      return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
+                                 std::chrono::duration<double, std::milli>(ms));
+    };
+    tt->complete(stream_name(op.stream) + std::string(" stream"), phase_name(op.phase), "gpu op", at(t0),
+                 at(t1), {{"source", "CUDA events of the cuda backend"}});
+  }
+}
+
+}  // namespace shardaccum::cuda

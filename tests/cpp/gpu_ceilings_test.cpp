@@ -1,0 +1,63 @@
+// Backend::ceilings() of the cuda backend: the typed figures are the context's ceiling_*_gbps keys
+// (the same means), zero when nothing was measured (label gpu; skips without a GPU).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "common/ceilings.hpp"
+#include "strategies/backend/cuda_backend.hpp"
+
+namespace shardaccum {
+namespace {
+
+CudaBackendOptions small_options(bool measure) {
+  CudaBackendOptions o;
+  o.world_size = std::min(2, cuda_device_count());
+  o.pinned_pool_bytes = 0;
+  o.measure_ceilings = measure;
+  o.ceiling_copy_bytes = 16ull << 20;  // small: the figures are compared, not judged
+  o.ceiling_device_copy_bytes = 16ull << 20;
+  o.ceiling_reduce_scatter_bytes = 16ull << 20;
+  o.ceiling_host_add_bytes = 16ull << 20;
+  o.cupti = false;
+  o.timeout_s = 120;
+  return o;
+}
+
+void expect_same(const Ceilings& c, const nlohmann::json& j) {
+  EXPECT_EQ(c.h2d_gbps, j.at("ceiling_h2d_gbps").get<double>());
+  EXPECT_EQ(c.d2h_gbps, j.at("ceiling_d2h_gbps").get<double>());
+  EXPECT_EQ(c.bidir_gbps, j.at("ceiling_bidir_gbps").get<double>());
+  EXPECT_EQ(c.device_copy_gbps, j.at("ceiling_device_copy_gbps").get<double>());
+  EXPECT_EQ(c.reduce_scatter_busbw_gbps, j.at("ceiling_reduce_scatter_busbw_gbps").get<double>());
+  EXPECT_EQ(c.reduce_scatter_algbw_gbps, j.at("ceiling_reduce_scatter_algbw_gbps").get<double>());
+  EXPECT_EQ(c.host_add_gbps, j.at("ceiling_host_add_gbps").get<double>());
+}
+
+TEST(CudaCeilings, TypedCeilingsAreTheContextsKeys) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto be = make_cuda_backend(small_options(true));
+  const Ceilings c = be->ceilings();
+  EXPECT_TRUE(c.measured());
+  EXPECT_GT(c.h2d_gbps, 0.0);
+  expect_same(c, be->context());
+  // Measured again: ceilings() follows the new figures, as the context does.
+  const nlohmann::json again = measure_cuda_ceilings(*be);
+  expect_same(be->ceilings(), again);
+  expect_same(be->ceilings(), be->context());
+}
+
+TEST(CudaCeilings, NothingMeasuredIsAllZero) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto be = make_cuda_backend(small_options(false));
+  const Ceilings c = be->ceilings();
+  EXPECT_FALSE(c.measured());
+  EXPECT_EQ(c.h2d_gbps, 0.0);
+  EXPECT_EQ(c.reduce_scatter_busbw_gbps, 0.0);
+  EXPECT_FALSE(be->context().contains("ceiling_h2d_gbps"));
+}
+
+}  // namespace
+}  // namespace shardaccum
