@@ -19,7 +19,7 @@ namespace {
 constexpr char kFileMagic[] = "shardaccum-rendezvous 1";
 
 std::string to_hex(const std::vector<uint8_t>& b) {
-  static const char* d = "0123456789abcdef";
+  constexpr char d[] = "0123456789abcdef";
   std::string s;
   s.reserve(b.size() * 2);
   for (uint8_t x : b) {
