@@ -7,8 +7,13 @@
 
 #include "bench/backend_select.hpp"
 #include "bench/case_matrix.hpp"
-#include "bench/memory_fit.hpp"
+#include "bench/case_predictions.hpp"
 #include "bench/case_runner.hpp"
+#include "bench/counters.hpp"
+#include "bench/memory_fit.hpp"
+#include "bench/progress.hpp"
+#include "profiling/trace.hpp"
+#include "strategies/model.hpp"
 
 namespace shardaccum {
 
@@ -21,27 +26,17 @@ struct SuiteSettings {
   /// The host side of the budget; each case's device side is read once its world has started.
   MemoryBudget budget;
   CheckMode check = CheckMode::every;  // --check
+  /// The model's prediction of every case (predict_cases): computed once, compared with the
+  /// measured counters and the device side of the fit.
+  CasePredictions models;
+  /// --trace: the run's recorder (owned by main), or nullptr.
+  trace::TraceRecorder* recorder = nullptr;
 };
 
 /// Registers every case; the cases run when benchmark::RunSpecifiedBenchmarks is called. Progress
-/// and an estimate of the time left go to stderr as each case ends.
-void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings);
-
-/// The number of case runs the progress line counts down (cases x repetitions after the filter).
-void set_progress_total(size_t total);
-
-/// Under a multi-process launch only rank 0 prints progress; the other ranks print their failures,
-/// prefixed with their rank.
-void set_progress_rank(int rank);
-
-/// Case runs finished so far, and how many of them ended with an error.
-struct RunTally {
-  size_t done = 0, failed = 0;
-};
-RunTally run_tally();
-
-/// nccl-tests' bus bandwidth of a reduce-scatter (doc/PERFORMANCE.md): algbw = input bytes per
-/// rank / time, busbw = algbw * (N-1)/N. `bytes` per rank, `ms` milliseconds; returns GB/s (1e9).
-double reduce_scatter_busbw_gbps(double bytes, double ms, int world_size);
+/// and an estimate of the time left go to stderr through `progress` (owned by the caller, which
+/// must outlive the run) as each case ends. Throws std::out_of_range for a case without a
+/// prediction in settings.models.
+void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings, Progress& progress);
 
 }  // namespace shardaccum

@@ -25,8 +25,8 @@ bool checks_step(CheckMode mode, int index, int steps) {
 }
 
 
-CaseRunner::CaseRunner(Backend& backend, CasePlan plan)
-    : backend_(backend), plan_(std::move(plan)), drivers_(backend.world_size()) {
+CaseRunner::CaseRunner(Backend& backend, CasePlan plan, trace::TraceRecorder* recorder)
+    : backend_(backend), plan_(std::move(plan)), recorder_(recorder), drivers_(backend.world_size()) {
   backend_.release_cached_memory();  // the previous case's cached fragments
 }
 
@@ -62,8 +62,7 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
   rep.per_rank.resize(n);
   rep.oracle.resize(check ? n : 0);
   // --trace: each rank thread records this step, unless it is a warm-up step.
-  trace::TraceRecorder* rec = trace::process_recorder();
-  if (rec && !rec->records_step(step)) rec = nullptr;
+  trace::TraceRecorder* rec = recorder_ && recorder_->records_step(step) ? recorder_ : nullptr;
   // SHARDACCUM_MEMORY_LOG=1: what every rank holds after each step, to see a long run stay flat.
   static const bool memory_log = [] {
     const char* v = std::getenv("SHARDACCUM_MEMORY_LOG");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "profiling/trace.hpp"
 #include "strategies/model.hpp"
 #include "strategies/oracle.hpp"
 #include "strategies/step_driver.hpp"
@@ -33,7 +34,9 @@ bool checks_step(CheckMode mode, int index, int steps);
 class CaseRunner {
  public:
   /// Builds one StepDriver per rank on `backend` (which must have plan.world_size ranks).
-  CaseRunner(Backend& backend, CasePlan plan);
+  /// `recorder` (--trace, owned by the caller; nullptr: none) records every rank thread's steps
+  /// that it records_step().
+  CaseRunner(Backend& backend, CasePlan plan, trace::TraceRecorder* recorder = nullptr);
   ~CaseRunner();
   /// Runs optimizer step `step` on every rank; checks the result against the oracle when `check`.
   /// Throws the failing rank's error (AccumulationError, BackendError) when a rank fails. Under a
@@ -48,6 +51,7 @@ class CaseRunner {
 
   Backend& backend_;
   CasePlan plan_;
+  trace::TraceRecorder* recorder_;
   std::vector<std::unique_ptr<StepDriver>> drivers_;
 };
 

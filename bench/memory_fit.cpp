@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "strategies/model.hpp"
+#if defined(SHARDACCUM_HAVE_CUDA)
+#include "strategies/backend/cuda_backend.hpp"
+#endif
 
 namespace shardaccum {
 namespace {
@@ -23,11 +26,15 @@ struct Need {
   uint64_t device = 0, pinned = 0, host_process = 0;
 };
 
-Need need_of(const CaseSpec& c, const MemoryBudget& b, int ranks_per_process) {
-  const Prediction p = predict(c.plan(), c.world_size, b.host_task_depth);
+Need need_of(const Prediction& p, const MemoryBudget& b, int ranks_per_process) {
   Need n{p.peak_device_bytes, p.peak_pinned_bytes, 0};
   n.host_process = (b.host_backend ? n.device + n.pinned : n.pinned) * static_cast<uint64_t>(ranks_per_process);
   return n;
+}
+
+/// The need of a variant of the case (what would fit): another case, predicted here.
+Need need_of(const CaseSpec& c, const MemoryBudget& b, int ranks_per_process) {
+  return need_of(predict(c.plan(), c.world_size, b.host_task_depth), b, ranks_per_process);
 }
 
 bool fits(const Need& n, const MemoryBudget& b) {
@@ -75,8 +82,8 @@ uint64_t host_memory_available() {
   return 0;
 }
 
-std::optional<std::string> fit_problem(const CaseSpec& c, const MemoryBudget& b) {
-  const Need n = need_of(c, b, b.ranks_per_process);
+std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model, const MemoryBudget& b) {
+  const Need n = need_of(model, b, b.ranks_per_process);
   if (fits(n, b)) return std::nullopt;
 
   std::ostringstream m;
@@ -138,6 +145,49 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const MemoryBudget& b)
     for (size_t i = 0; i < would.size(); ++i) m << (i ? "; " : "") << would[i];
   }
   return m.str();
+}
+
+MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice, bool processes) {
+  MemoryBudget budget;
+  budget.host_available_bytes = host_memory_available();
+  budget.host_margin_bytes = host_memory_margin(budget.host_available_bytes);
+  budget.host_backend = choice.name == "host";
+  budget.host_task_depth = choice.name == "cuda" ? kCudaHostTaskDepth : 0;
+  budget.device_margin_bytes = kDeviceMemoryMargin;
+#if defined(SHARDACCUM_HAVE_CUDA)
+  // The devices' free memory before any world starts (primary contexts only): NCCL and the pool
+  // take more later, which each case's own check then sees (bench_cases.cpp).
+  // Under a multi-process launch only the per-case check (bench_cases.cpp) reads the devices: its
+  // figure is gathered from every process, so all of them skip alike.
+  if (choice.name == "cuda" && !processes) {
+    int w = 1;
+    for (const auto& c : cases) w = std::max(w, c.world_size);
+    const int gpus = cuda_device_count();
+    uint64_t least = UINT64_MAX;
+    for (int d = 0; d < std::min(w, gpus); ++d)
+      least = std::min(least, cuda_device_free_bytes(d));
+    budget.device_free_bytes = least == UINT64_MAX ? 0 : least;
+  }
+#else
+  (void)cases;
+  (void)processes;
+#endif
+  return budget;
+}
+
+std::map<std::string, std::string> up_front_fit_skips(const std::vector<CaseSpec>& cases,
+                                                      const CasePredictions& models,
+                                                      const MemoryBudget& budget, bool processes) {
+  std::map<std::string, std::string> skips;
+  for (const auto& c : cases) {
+    MemoryBudget b = budget;
+    b.ranks_per_process = processes ? 1 : c.world_size;
+    if (auto why = fit_problem(c, models.at(c.name()), b)) {
+      std::fprintf(stderr, "shardaccum_bench: %s %s\n", c.name().c_str(), why->c_str());
+      skips.emplace(c.name(), *why);
+    }
+  }
+  return skips;
 }
 
 }  // namespace shardaccum

@@ -5,8 +5,14 @@
 #include <optional>
 #include <string>
 
+#include <map>
+#include <vector>
+
+#include "bench/backend_select.hpp"
 #include "bench/case_matrix.hpp"
+#include "bench/case_predictions.hpp"
 #include "strategies/backend/backend.hpp"
+#include "strategies/model.hpp"
 
 namespace shardaccum {
 
@@ -39,10 +45,25 @@ uint64_t least_device_free(Backend& backend);
 /// MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read.
 uint64_t host_memory_available();
 
-/// The case's needs by the model (Prediction's peaks per rank) against `b`. nullopt when it fits;
+/// The case's needs by the model (`model`: its Prediction, with b.host_task_depth; the peaks per
+/// rank) against `b`. nullopt when it fits;
 /// otherwise the message: the figures in GB (1e9 bytes), where they come from, and what would fit
 /// by the same model — a larger --world-size (up to 4096), another --offload, a bf16 --dtype.
 /// A budget of 0 (device_free_bytes or host_available_bytes) is not checked.
-std::optional<std::string> fit_problem(const CaseSpec& c, const MemoryBudget& b);
+std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model, const MemoryBudget& b);
+
+/// The budget of this run before any backend exists: host memory (MemAvailable and its margin),
+/// the backend's pending CPU adds, and on the cuda backend of a one-process run the least free
+/// memory of the devices the largest world uses, with only their primary contexts (a multi-process
+/// launch checks its devices per case, agreed across processes). ranks_per_process is left at 1.
+MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice, bool processes);
+
+/// The cases that cannot fit this machine by the model (name -> message, each also printed to
+/// stderr), decided before any backend exists, so that no arena is pinned for them. `processes`:
+/// a multi-process launch (one rank per process). Each case's device side is checked again once
+/// its world has started (bench_cases.cpp).
+std::map<std::string, std::string> up_front_fit_skips(const std::vector<CaseSpec>& cases,
+                                                      const CasePredictions& models,
+                                                      const MemoryBudget& budget, bool processes);
 
 }  // namespace shardaccum

@@ -75,4 +75,11 @@ class FiniteReporter : public benchmark::BenchmarkReporter {
   bool json_in_string_ = false, json_escaped_ = false;
 };
 
+/// Google Benchmark's output on ranks other than 0 of a multi-process launch: rank 0 reports.
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
 }  // namespace shardaccum

@@ -25,6 +25,7 @@ namespace shardaccum {
 namespace {
 
 // What the signal handler removes; set only while the file is ours (async-signal-safe reads).
+// The only namespace-scope mutable state of bench/: a signal handler can reach nothing but globals.
 char g_tmp_path[4096] = {};
 char g_lock_path[2][4096] = {};  // --benchmark_out's and --trace's
 volatile sig_atomic_t g_tmp_set = 0, g_lock_set[2] = {0, 0};

@@ -219,13 +219,4 @@ ThreadTraceScope::ThreadTraceScope(const ThreadTrace& target)
 
 ThreadTraceScope::~ThreadTraceScope() { detail::tls_current = previous_; }
 
-namespace {
-std::atomic<TraceRecorder*> g_process_recorder{nullptr};
-}
-
-TraceRecorder* process_recorder() { return g_process_recorder.load(std::memory_order_acquire); }
-void install_process_recorder(TraceRecorder* recorder) {
-  g_process_recorder.store(recorder, std::memory_order_release);
-}
-
 }  // namespace shardaccum::trace

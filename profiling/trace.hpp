@@ -145,9 +145,4 @@ class ThreadTraceScope {
   const ThreadTrace* previous_;
 };
 
-/// The recorder of this process's `--trace` run, or nullptr. Installed once by shardaccum_bench
-/// before any case runs, read by the case runner to open each rank thread's ThreadTraceScope.
-TraceRecorder* process_recorder();
-void install_process_recorder(TraceRecorder* recorder);
-
 }  // namespace shardaccum::trace

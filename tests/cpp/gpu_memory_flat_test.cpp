@@ -57,8 +57,7 @@ TEST_P(GpuMemoryFlat, SixtyStepsHoldWhatTwoHold) {
   trace::TraceRecorder recorder;
   recorder.set_first_recorded_step(0);
   recorder.set_recorded_step_count(1);
-  trace::install_process_recorder(&recorder);
-  CaseRunner runner(*be, plan);
+  CaseRunner runner(*be, plan, &recorder);
   MemorySnapshot at2{};
   size_t trace_at2 = 0;
   for (int step = 0; step < kSteps; ++step) {
@@ -73,7 +72,6 @@ TEST_P(GpuMemoryFlat, SixtyStepsHoldWhatTwoHold) {
     }
   }
   const MemorySnapshot at60 = snapshot(*be);
-  trace::install_process_recorder(nullptr);
   print("step 2", at2, trace_at2);
   print("step 60", at60, recorder.size());
   EXPECT_NEAR(static_cast<double>(at60.device_free_bytes), static_cast<double>(at2.device_free_bytes),

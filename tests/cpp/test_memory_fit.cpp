@@ -22,6 +22,11 @@ CaseSpec u4_case(const char* offload, int world, const char* schedule = "SSSS") 
   return c;
 }
 
+// fit_problem with the case's own prediction, as the bench computes it once per case.
+std::optional<std::string> fit(const CaseSpec& c, const MemoryBudget& b) {
+  return fit_problem(c, predict(c.plan(), c.world_size, b.host_task_depth), b);
+}
+
 // A GPU machine with 10 GB of host memory available (1 GB margin) and 3 GB free per GPU (0.5 GB
 // margin), the cuda backend's two pending CPU adds.
 MemoryBudget small_gpu_machine() {
@@ -38,12 +43,12 @@ MemoryBudget small_gpu_machine() {
 TEST(MemoryFit, CaseWithinBothBudgetsRuns) {
   // cpu-add, SSSS, world 1: device = one unit's gradient + its output = 2.00 GB <= 2.5; pinned = four
   // saved shards + three stagings (one in use, two pending adds) = 7.00 GB <= 9.
-  EXPECT_EQ(fit_problem(u4_case("cpu-add", 1), small_gpu_machine()), std::nullopt);
+  EXPECT_EQ(fit(u4_case("cpu-add", 1), small_gpu_machine()), std::nullopt);
 }
 
 TEST(MemoryFit, DeviceOverBudgetNamesFiguresAndWhatFits) {
   // offload none, SSSS, world 1: four device saved shards (4.00 GB) + gradient + output = 6.00 GB.
-  const auto why = fit_problem(u4_case("none", 1), small_gpu_machine());
+  const auto why = fit(u4_case("none", 1), small_gpu_machine());
   ASSERT_TRUE(why.has_value());
   const std::string& m = *why;
   EXPECT_NE(m.find("each rank needs 6.00 GB of device memory and 0.00 GB of pinned host memory"), std::string::npos) << m;
@@ -70,7 +75,7 @@ TEST(MemoryFit, PinnedOverHostBudgetIsCountedForEveryRankOfTheProcess) {
   b.host_available_bytes = 3'000'000'000;
   b.host_margin_bytes = 0;
   b.ranks_per_process = 2;
-  const auto why = fit_problem(u4_case("gpu-add", 2), b);
+  const auto why = fit(u4_case("gpu-add", 2), b);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("each rank needs 1.50 GB of device memory and 2.00 GB of pinned host memory (4.00 GB for the 2 "
                       "rank(s) of this process)"), std::string::npos) << *why;
@@ -90,7 +95,7 @@ TEST(MemoryFit, HostBackendHoldsEveryRankInHostMemory) {
   b.host_margin_bytes = 1'000'000'000;
   b.host_backend = true;
   b.ranks_per_process = 2;
-  const auto why = fit_problem(u4_case("none", 2), b);
+  const auto why = fit(u4_case("none", 2), b);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("its 2 rank(s) need 7.00 GB of host memory"), std::string::npos) << *why;
   EXPECT_EQ(why->find("--world-size"), std::string::npos) << *why;  // more threads never fit better
@@ -101,21 +106,21 @@ TEST(MemoryFit, OnlyTheBudgetsKnownAreNamed) {
   // names no host figure; before the GPU is known, the device side is said to be unchecked.
   MemoryBudget device_only = small_gpu_machine();
   device_only.host_available_bytes = 0;
-  const auto d = fit_problem(u4_case("none", 1), device_only);
+  const auto d = fit(u4_case("none", 1), device_only);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->find("host memory for it"), std::string::npos) << *d;
   EXPECT_NE(d->find("; the machine has 2.50 GB of device memory per rank"), std::string::npos) << *d;
   MemoryBudget host_only = small_gpu_machine();
   host_only.device_free_bytes = 0;
   host_only.host_available_bytes = 3'000'000'000;
-  const auto h = fit_problem(u4_case("gpu-add", 1), host_only);  // 4.00 GB pinned > 2.00 GB
+  const auto h = fit(u4_case("gpu-add", 1), host_only);  // 4.00 GB pinned > 2.00 GB
   ASSERT_TRUE(h.has_value());
   EXPECT_NE(h->find("(device memory not known yet: not checked)"), std::string::npos) << *h;
 }
 
 TEST(MemoryFit, UnknownBudgetsAreNotChecked) {
   MemoryBudget b;  // nothing known: nothing refused
-  EXPECT_EQ(fit_problem(u4_case("none", 1), b), std::nullopt);
+  EXPECT_EQ(fit(u4_case("none", 1), b), std::nullopt);
 }
 
 TEST(MemoryFit, MarginIsTwoGiBPlusFivePercent) {

@@ -1,0 +1,25 @@
+#pragma once
+// What Google Benchmark's own flags (--benchmark_*, passed through untouched) say about the run:
+// which cases will run and how often, for the progress line and the ranks' build hash.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bench/case_matrix.hpp"
+
+namespace shardaccum {
+
+/// The value of the last "FLAG=VALUE" in `args`, or empty.
+std::string flag_value(const std::vector<std::string>& args, const std::string& flag);
+
+/// The names of `cases` that --benchmark_filter in `args` keeps (a leading '-' negates; empty or
+/// "all" keeps every case; a regex GB would refuse keeps every case too, GB then reports it).
+std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases, const std::vector<std::string>& args);
+
+/// Case runs the progress line counts down: `runs` x --benchmark_repetitions (at least 1).
+size_t case_runs(size_t runs, const std::vector<std::string>& args);
+
+/// Whether `args` ask GB only to list the cases (--benchmark_list_tests or =true).
+bool lists_tests(const std::vector<std::string>& args);
+
+}  // namespace shardaccum
