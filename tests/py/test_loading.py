@@ -8,9 +8,12 @@ import statistics
 import make_fixture
 import pytest
 from conftest import HOST_FIXTURE, entries_of, iteration_entries, write_doc
-from shardaccum_report.case import PRESETS, CaseKey, Strategy, canonical_schedule, parse_case_name, schedule_family
+from shardaccum_report.case import CaseKey, Strategy, parse_case_name
 from shardaccum_report.errors import InputError
 from shardaccum_report.loading import load_run_file, load_runs
+from shardaccum_report.registry import Registry
+
+REGISTRY = Registry.committed()
 
 NAME = ("accum/model:llama2-7b/world:2/schedule:nSnS/binding:data/offload:cpu-add/mode:flag/"
         "dtype:bf16-bf16-fp32")
@@ -40,11 +43,11 @@ def test_parse_case_name_other_families_and_malformed_names():
 
 
 def test_canonical_schedules_match_design_doc():
-    assert [canonical_schedule(n, 4) for n in ("no-sync", "sync", "interleaved-nosync-last",
+    assert [REGISTRY.canonical_schedule(n, 4) for n in ("no-sync", "sync", "interleaved-nosync-last",
                                                "interleaved-sync-last")] == ["nnnS", "SSSS", "nSnS", "SnSS"]
-    assert schedule_family("SnSS") == "interleaved-sync-last"
-    assert schedule_family("nnSnS") == "other"
-    assert PRESETS["fsdp2"] == Strategy("data-free", "cpu-add", "flag")
+    assert REGISTRY.schedule_family("SnSS") == "interleaved-sync-last"
+    assert REGISTRY.schedule_family("nnSnS") == "other"
+    assert REGISTRY.preset_of(Strategy("data-free", "cpu-add", "flag")) == "fsdp2"
     assert Strategy("data", "copy", "shape").display == "data/copy/shape (fairscale)"
 
 
@@ -64,7 +67,7 @@ def test_wrong_cells_are_exactly_the_offloaded_copy_and_shape_cells_with_two_or_
         s = c.key.strategy
         expect_wrong = s.offload != "none" and c.key.sync_count >= 2 and (s.offload == "copy" or s.mode == "shape")
         assert c.status == ("wrong" if expect_wrong else "correct"), c.key.name
-    sync_copy = next(c for c in run.cases if c.key.schedule == "SSSS" and c.key.strategy == PRESETS["fsdp1"])
+    sync_copy = next(c for c in run.cases if c.key.schedule == "SSSS" and c.key.strategy.preset == "fsdp1")
     assert sync_copy.max_rel_err == pytest.approx(0.866, abs=0.01)  # docs/DESIGN.md §3: sqrt(3/4)
 
 
