@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import analysis, tables
 from .atomic import atomic_directory, carried_over
-from .case import Group, registry_of
+from .case import Group, Strategy, registry_of
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
 from .identity import why_not_drawn
@@ -333,13 +333,18 @@ def _scaling_section(run: Run, folder: Path, time_label: str) -> str:
     return "\n".join(out)
 
 
+def _presets_text(run: Run) -> str:
+    """'fairscale = data/copy/shape, fsdp1 = ...', from the run's registry."""
+    return ", ".join(f"{p.name} = {Strategy(**dict(p.axes), registry=run.registry).label}"
+                     for p in run.registry.presets)
+
+
 def _notes(run: Run, name: str, traces: TraceSet) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of docs/DESIGN.md §3.",
-           "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
-           "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
+           f"- A strategy is binding/offload/mode; presets: {_presets_text(run)}."]
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused]
     inputs = " ".join(f.path for f in run.files)
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
