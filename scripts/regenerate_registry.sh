@@ -8,8 +8,8 @@
 # The output is checked to be a registry the report tools parse before it replaces the file (a temp
 # file in the same folder, then rename), so a failed run leaves the committed copy as it was.
 set -euo pipefail
-SA_PROG=regenerate_registry
-# shellcheck source=common.sh
+SA_PROG=regenerate_registry.sh
+# shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 bench="${1:-$SA_ROOT/build-host/bench/shardaccum_bench}"

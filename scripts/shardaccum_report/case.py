@@ -4,6 +4,7 @@ A name looks like
 ``accum/model:llama2-7b/world:2/schedule:nSnS/binding:data/offload:cpu-add/mode:flag/dtype:fp32-fp32-fp32``;
 Google Benchmark may append its own parts (``manual_time``, ``iterations:3``, ``repeats:2``, ...),
 which are not part of the case. Unknown key:value parts are kept, so a later axis still tells cases apart.
+Which parts a name has, their order and defaults come from the run's registry (registry.py).
 """
 
 from __future__ import annotations

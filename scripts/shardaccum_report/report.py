@@ -251,7 +251,8 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
         out.append("Skipped: no case has both `peak_device_bytes` and `step_ms`.\n")
     else:
         out.append(_image("Peak device memory against step time, Pareto front", png))
-        fronts = {registry_of(cases).schedule_display(s): analysis.pareto_front(sc) for s, sc in analysis.by_schedule(cases).items()}
+        registry = registry_of(cases)
+        fronts = {registry.schedule_display(s): analysis.pareto_front(sc) for s, sc in analysis.by_schedule(cases).items()}
         out.append("The Pareto front of correct cases, from the least device memory up: with a budget of at "
                    "least the first column, the row's strategy is the fastest that fits. Wrong cases are "
                    "never on it.\n")
@@ -454,7 +455,8 @@ def _timeline_part(group: Group, cases: list[Case], folder: Path, traces: TraceS
     for panel in panels:
         for r in panel.rows:
             st, case = r.timeline, by_key.get(r.timeline.key)
-            rows.append([st.key.registry.schedule_display(st.key.schedule), tables.escape(r.label), str(st.step), str(st.rank),
+            rows.append([st.key.registry.schedule_display(st.key.schedule), tables.escape(r.label), str(st.step),
+                         str(st.rank),
                          tables.fmt_ms(st.dur_ms), tables.fmt_ms(case.value("step_ms")) if case else tables.MISSING,
                          tables.result_cell(case) if case else "not in the run JSON"])
     out.append(_details("Table: the drawn step of each case (ms)",

@@ -42,7 +42,8 @@ def plot_correctness(cases: list[Case], path: Path, title: str) -> Path:
                     color="white" if status in ("wrong", "error") else "black",
                     fontweight="bold" if status == "wrong" else "normal")
     ax.imshow(rgb, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(len(schedules)), [registry_of(cases).schedule_display(s).replace(" (", "\n(") for s in schedules])
+    registry = registry_of(cases)
+    ax.set_xticks(range(len(schedules)), [registry.schedule_display(s).replace(" (", "\n(") for s in schedules])
     ax.set_yticks(range(len(strategies)), [s.display for s in strategies])
     ax.xaxis.tick_top()
     ax.set_xticks(np.arange(-0.5, len(schedules)), minor=True)
