@@ -72,7 +72,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     run = load_runs(paths)
     found = None if traces else find_trace(paths)
     drawn, refused = [], []
-    for trace in [load_trace(t) for t in (traces or ([found] if found else []))]:
+    for trace in [load_trace(t, run.registry) for t in (traces or ([found] if found else []))]:
         why = why_not_drawn(trace, run)
         if why is None:
             drawn.append(trace)
