@@ -3,7 +3,8 @@
 Modules, one concept each:
   errors    InputError: a problem with a user's input file, reported with exit status 2
   strict_json  strict JSON in and out: NaN tokens, too deep nesting, out-of-range numbers are InputError
-  case      a case's identity: the key:value parts of a benchmark name, strategies, presets, schedules
+  registry  the binary's axis values, presets and canonical schedules (a run's context or registry.json)
+  case      a case's identity: the key:value parts of a benchmark name, strategies (by the registry)
   counters  the counter vocabulary: phases, measured/predicted pairs, ceiling fractions, units
   loading   reading and validating benchmark JSON into runs, cases and repetitions
   trace     reading the Perfetto/Chrome trace of shardaccum_bench --trace: one step per case

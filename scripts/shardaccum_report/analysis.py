@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .case import CaseKey, Strategy, schedule_family, schedule_sort_key
+from .case import CaseKey, Strategy
 from .counters import CEILING_FRACTIONS, OTHER, PHASES, STEP, Paired
 from .loading import Case
 
@@ -72,7 +72,7 @@ def pareto_front(cases: list[Case], memory_counter: str = "peak_device_bytes") -
 def by_schedule(cases: list[Case]) -> dict[str, list[Case]]:
     """Cases by schedule, schedules in report order, cases in strategy order."""
     out: dict[str, list[Case]] = {}
-    for c in sorted(cases, key=lambda c: (schedule_sort_key(c.key.schedule), c.key.strategy.sort_key)):
+    for c in sorted(cases, key=lambda c: (c.key.registry.schedule_sort_key(c.key.schedule), c.key.strategy.sort_key)):
         out.setdefault(c.key.schedule, []).append(c)
     return out
 
@@ -118,7 +118,7 @@ def scaling_figures(cases: list[Case], axis: str) -> list[ScalingFigure]:
         if step is None:
             continue
         if axis == "k":
-            panel = schedule_family(key.schedule)
+            panel = key.registry.schedule_family(key.schedule)
             if panel == "other":
                 continue
             fig_key = (key.model, f"w{key.world}", key.dtype, key.extra)

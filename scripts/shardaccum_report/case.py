@@ -4,6 +4,7 @@ A name looks like
 ``accum/model:llama2-7b/world:2/schedule:nSnS/binding:data/offload:cpu-add/mode:flag/dtype:fp32-fp32-fp32``;
 Google Benchmark may append its own parts (``manual_time``, ``iterations:3``, ``repeats:2``, ...),
 which are not part of the case. Unknown key:value parts are kept, so a later axis still tells cases apart.
+Which parts a name has, their order and defaults come from the run's registry (registry.py).
 """
 
 from __future__ import annotations
@@ -11,44 +12,43 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .registry import STRATEGY_AXES, Registry
+
 CASE_PREFIX = "accum"
-REQUIRED_AXES = ("model", "world", "schedule", "binding", "offload", "mode")
-KNOWN_AXES = REQUIRED_AXES + ("dtype",)
 # Parts that Google Benchmark appends to a registered name (UseManualTime, Iterations, Repetitions, ...).
 GBENCH_WORDS = frozenset({"manual_time", "real_time", "process_time"})
 GBENCH_KEYS = frozenset({"iterations", "repeats", "threads", "min_time", "min_warmup_time"})
 
-BINDINGS = ("data", "data-free")
-OFFLOADS = ("none", "gpu-add", "cpu-add", "copy")
-MODES = ("flag", "shape")
-CANONICAL_SCHEDULES = ("no-sync", "sync", "interleaved-nosync-last", "interleaved-sync-last")
-DEFAULT_DTYPE = "fp32-fp32-fp32"
 
-
-def _order(value: str, known: tuple[str, ...]) -> tuple[int, str]:
-    return (known.index(value), "") if value in known else (len(known), value)
+def _registry() -> Registry:
+    """The registry of a strategy or key built by hand (not parsed from a run): the committed one."""
+    return Registry.committed()
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """The binding/offload/mode triple of docs/DESIGN.md §3."""
+    """The binding/offload/mode/division values of docs/DESIGN.md §3. `registry` (not part of the
+    identity) is the one of the run the strategy came from: it names presets and orders strategies."""
 
     binding: str
     offload: str
     mode: str
+    division: str = "end"
+    registry: Registry = field(default_factory=_registry, compare=False, repr=False)
 
     @property
     def label(self) -> str:
-        """'binding/offload/mode', e.g. 'data-free/cpu-add/flag'."""
-        return f"{self.binding}/{self.offload}/{self.mode}"
+        """'binding/offload/mode', e.g. 'data-free/cpu-add/flag'; a division other than its default
+        is appended ('.../flag/each')."""
+        parts = [self.binding, self.offload, self.mode]
+        if self.division != self.registry.axis("division").default:
+            parts.append(self.division)
+        return "/".join(parts)
 
     @property
     def preset(self) -> str | None:
-        """The real system this triple is (fairscale, fsdp1, fsdp2, zero3), or None."""
-        for name, strategy in PRESETS.items():
-            if strategy == self:
-                return name
-        return None
+        """The real system these values are (fairscale, fsdp1, fsdp2, zero3), or None."""
+        return self.registry.preset_of(self)
 
     @property
     def display(self) -> str:
@@ -57,59 +57,15 @@ class Strategy:
 
     @property
     def sort_key(self) -> tuple:
-        """Report order: offload (none, gpu-add, cpu-add, copy), then binding, then mode."""
-        return (_order(self.offload, OFFLOADS), _order(self.binding, BINDINGS), _order(self.mode, MODES))
+        """Report order: offload, then binding, mode and division, each in the registry's order."""
+        return self.registry.strategy_sort_key(self)
 
 
-PRESETS = {
-    "fairscale": Strategy("data", "copy", "shape"),
-    "fsdp1": Strategy("data-free", "copy", "shape"),
-    "fsdp2": Strategy("data-free", "cpu-add", "flag"),
-    "zero3": Strategy("data-free", "gpu-add", "flag"),
-}
-
-
-def canonical_schedule(name: str, k: int) -> str:
-    """The n/S string of canonical schedule `name` for K micro-batches, as strategies/schedule.cpp builds it.
-
-    Raises ValueError for an unknown name or K < 3.
-    """
-    if name not in CANONICAL_SCHEDULES:
-        raise ValueError(f"unknown canonical schedule {name!r}; known: {', '.join(CANONICAL_SCHEDULES)}")
-    if k < 3:
-        raise ValueError(f"canonical schedule {name!r} needs K >= 3, got {k}")
-    if name == "no-sync":
-        return "n" * (k - 1) + "S"
-    if name == "sync":
-        return "S" * k
-    at_km2 = "n" if name == "interleaved-nosync-last" else "S"
-    other = "S" if at_km2 == "n" else "n"
-    return "".join(at_km2 if (k - 2 - i) % 2 == 0 else other for i in range(k - 1)) + "S"
-
-
-def schedule_family(schedule: str) -> str:
-    """The canonical name a literal schedule has for its K ('no-sync', 'sync', ...), else 'other'."""
-    k = len(schedule)
-    if k >= 3:
-        for name in CANONICAL_SCHEDULES:
-            if canonical_schedule(name, k) == schedule:
-                return name
-    elif schedule == "S" * k and k > 0:
-        return "sync"
-    elif schedule == "n" * (k - 1) + "S":
-        return "no-sync"
-    return "other"
-
-
-def schedule_sort_key(schedule: str) -> tuple:
-    """Report order: K, then the canonical order of docs/DESIGN.md §1, then other schedules by name."""
-    return (len(schedule), _order(schedule_family(schedule), CANONICAL_SCHEDULES), schedule)
-
-
-def schedule_display(schedule: str) -> str:
-    """E.g. 'nSnS (interleaved-nosync-last)', or the literal string for other schedules."""
-    family = schedule_family(schedule)
-    return schedule if family == "other" else f"{schedule} ({family})"
+def registry_of(cases) -> Registry:
+    """The registry of a list of cases (from the first one's key): what plots and tables order by."""
+    for c in cases:
+        return c.key.registry
+    return Registry.committed()
 
 
 @dataclass(frozen=True)
@@ -148,8 +104,13 @@ class CaseKey:
     world: int
     schedule: str
     strategy: Strategy
-    dtype: str = DEFAULT_DTYPE
+    dtype: str = ""
     extra: tuple[tuple[str, str], ...] = field(default=())
+    registry: Registry = field(default_factory=_registry, compare=False, repr=False)
+
+    def __post_init__(self):
+        if not self.dtype:  # a key built by hand without a dtype: the registry's default
+            object.__setattr__(self, "dtype", self.registry.default_dtype)
 
     @property
     def k(self) -> int:
@@ -168,24 +129,27 @@ class CaseKey:
     @property
     def name(self) -> str:
         """The canonical benchmark name of this case (without Google Benchmark's suffixes)."""
-        s = self.strategy
-        parts = [CASE_PREFIX, f"model:{self.model}", f"world:{self.world}", f"schedule:{self.schedule}",
-                 f"binding:{s.binding}", f"offload:{s.offload}", f"mode:{s.mode}", f"dtype:{self.dtype}"]
+        values = {"model": self.model, "world": str(self.world), "schedule": self.schedule,
+                  "dtype": self.dtype, **{a: getattr(self.strategy, a) for a in STRATEGY_AXES}}
+        parts = [CASE_PREFIX] + self.registry.name_values(values)
         parts += [f"{key}:{value}" for key, value in self.extra]
         return "/".join(parts)
 
     @property
     def sort_key(self) -> tuple:
-        return (self.group.sort_key, schedule_sort_key(self.schedule), self.strategy.sort_key)
+        return (self.group.sort_key, self.registry.schedule_sort_key(self.schedule), self.strategy.sort_key)
 
 
-def parse_case_name(name: str) -> CaseKey | None:
-    """Parses a benchmark name into a CaseKey.
+def parse_case_name(name: str, registry: Registry | None = None) -> CaseKey | None:
+    """Parses a benchmark name into a CaseKey, by `registry` (the run's; None: the committed one).
 
     Returns None when the name is not an accumulation case (its first part is not 'accum').
+    An axis the registry names `unless_default` that the name leaves out is at its default, and a
+    missing dtype is the default dtype, so older and newer names of one case give the same key.
     Raises ValueError naming the problem when an 'accum/' name lacks an axis, repeats one, has a
     world size that is not a positive integer, or a schedule that is not n/S letters ending in S.
     """
+    registry = registry or Registry.committed()
     parts = name.split("/")
     if parts[0] != CASE_PREFIX:
         return None
@@ -201,13 +165,16 @@ def parse_case_name(name: str) -> CaseKey | None:
             continue
         if key in axes or any(key == k for k, _ in extra):
             raise ValueError(f"axis {key!r} appears twice in {name!r}")
-        if key in KNOWN_AXES:
+        if key in registry.name_parts:
             axes[key] = value
         else:
             extra.append((key, value))
-    missing = [axis for axis in REQUIRED_AXES if axis not in axes]
+    optional = {a.axis: a.default for a in registry.axes if a.named == "unless_default"}
+    optional["dtype"] = registry.default_dtype
+    missing = [axis for axis in registry.name_parts if axis not in axes and axis not in optional]
     if missing:
         raise ValueError(f"{name!r} lacks the axis {', '.join(missing)}")
+    axes = {**optional, **axes}
     try:
         world = int(axes["world"])
     except ValueError:
@@ -217,5 +184,5 @@ def parse_case_name(name: str) -> CaseKey | None:
     schedule = axes["schedule"]
     if not re.fullmatch(r"[nS]*S", schedule):
         raise ValueError(f"schedule {schedule!r} in {name!r} is not n/S letters ending in S")
-    strategy = Strategy(axes["binding"], axes["offload"], axes["mode"])
-    return CaseKey(axes["model"], world, schedule, strategy, axes.get("dtype", DEFAULT_DTYPE), tuple(extra))
+    strategy = Strategy(*(axes[a] for a in STRATEGY_AXES), registry=registry)
+    return CaseKey(axes["model"], world, schedule, strategy, axes["dtype"], tuple(extra), registry)

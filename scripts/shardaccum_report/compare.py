@@ -22,7 +22,7 @@ from pathlib import Path
 from scipy.stats import mannwhitneyu
 
 from . import tables
-from .case import CaseKey, schedule_sort_key
+from .case import CaseKey
 from .counters import CORRECT, STEP, higher_is_better, unit_of
 from .errors import InputError
 from .loading import Case, Run, load_runs
@@ -285,7 +285,7 @@ def to_markdown(c: Comparison) -> str:
     out.append(_missing_section(c, with_group, lead))
     out.append("## All cases\n")
     rows = []
-    for r in sorted(c.rows, key=lambda r: (r.key.group.sort_key, schedule_sort_key(r.key.schedule),
+    for r in sorted(c.rows, key=lambda r: (r.key.group.sort_key, r.key.registry.schedule_sort_key(r.key.schedule),
                                            r.key.strategy.sort_key)):
         verdict = f"**{r.verdict}**" if r.verdict == "regression" else r.verdict
         if r.correctness:

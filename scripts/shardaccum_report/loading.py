@@ -16,6 +16,7 @@ from . import strict_json
 from .case import CaseKey, Group, parse_case_name
 from .counters import CEILING_KEYS, CORRECT, MAX_REL_ERR
 from .errors import InputError
+from .registry import Registry
 
 # Google Benchmark's own numeric fields of an entry: everything else numeric is a counter.
 _STANDARD_FIELDS = frozenset({
@@ -175,6 +176,7 @@ class RunFile:
     path: str
     context: RunContext
     cases: dict[CaseKey, Case]
+    registry: Registry
     notes: list[str] = field(default_factory=list)
 
 
@@ -185,6 +187,11 @@ class Run:
     files: list[RunFile]
     cases: list[Case]
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def registry(self) -> Registry:
+        """The registry the report orders and names by: the first file's (each case keeps its own)."""
+        return self.files[0].registry
 
     @property
     def backend(self) -> str | None:
@@ -287,7 +294,12 @@ def load_run_file(path: str | Path) -> RunFile:
     context = data.get("context", {})
     if not isinstance(context, dict):
         raise InputError(where, f"'context' is a {type(context).__name__}, expected an object")
-    run_file = RunFile(where, RunContext(context), {})
+    try:
+        # Names are read by the registry the run carries (older JSON: the committed one).
+        registry = Registry.from_context(context)
+    except ValueError as e:
+        raise InputError(where, f"context 'registry': {e}") from None
+    run_file = RunFile(where, RunContext(context), {}, registry)
     if "context" not in data:
         run_file.notes.append(f"{where}: no 'context': machine, backend and command are unknown")
 
@@ -300,7 +312,7 @@ def load_run_file(path: str | Path) -> RunFile:
         if run_type == "aggregate" and name == entry["name"] and entry.get("aggregate_name"):
             name = name.removesuffix("_" + str(entry["aggregate_name"]))
         try:
-            key = parse_case_name(name)
+            key = parse_case_name(name, registry)
         except ValueError as e:
             raise InputError(where, f"benchmarks[{i}]: {e}") from None
         if key is None:

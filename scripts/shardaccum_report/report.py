@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import analysis, tables
 from .atomic import atomic_directory, carried_over
-from .case import Group, schedule_display, schedule_sort_key
+from .case import Group, Strategy, registry_of
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
 from .identity import why_not_drawn
@@ -72,7 +72,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     run = load_runs(paths)
     found = None if traces else find_trace(paths)
     drawn, refused = [], []
-    for trace in [load_trace(t) for t in (traces or ([found] if found else []))]:
+    for trace in [load_trace(t, run.registry) for t in (traces or ([found] if found else []))]:
         why = why_not_drawn(trace, run)
         if why is None:
             drawn.append(trace)
@@ -184,7 +184,7 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
             failed = sum(1 for c in sc if c.status == "error")
             rows.append([
                 tables.escape(group.title) if len(groups) > 1 else "",
-                schedule_display(schedule),
+                registry_of(sc).schedule_display(schedule),
                 tables.escape(fastest.key.strategy.display) if fastest else tables.MISSING,
                 tables.fmt_ms(fastest.value(STEP)) if fastest else tables.MISSING,
                 tables.escape(leanest.key.strategy.display) if leanest else tables.MISSING,
@@ -251,7 +251,8 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
         out.append("Skipped: no case has both `peak_device_bytes` and `step_ms`.\n")
     else:
         out.append(_image("Peak device memory against step time, Pareto front", png))
-        fronts = {schedule_display(s): analysis.pareto_front(sc) for s, sc in analysis.by_schedule(cases).items()}
+        registry = registry_of(cases)
+        fronts = {registry.schedule_display(s): analysis.pareto_front(sc) for s, sc in analysis.by_schedule(cases).items()}
         out.append("The Pareto front of correct cases, from the least device memory up: with a budget of at "
                    "least the first column, the row's strategy is the fastest that fits. Wrong cases are "
                    "never on it.\n")
@@ -333,13 +334,18 @@ def _scaling_section(run: Run, folder: Path, time_label: str) -> str:
     return "\n".join(out)
 
 
+def _presets_text(run: Run) -> str:
+    """'fairscale = data/copy/shape, fsdp1 = ...', from the run's registry."""
+    return ", ".join(f"{p.name} = {Strategy(**dict(p.axes), registry=run.registry).label}"
+                     for p in run.registry.presets)
+
+
 def _notes(run: Run, name: str, traces: TraceSet) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of docs/DESIGN.md §3.",
-           "- A strategy is binding/offload/mode; presets: fairscale = data/copy/shape, fsdp1 = "
-           "data-free/copy/shape, fsdp2 = data-free/cpu-add/flag, zero3 = data-free/gpu-add/flag."]
+           f"- A strategy is binding/offload/mode; presets: {_presets_text(run)}."]
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused]
     inputs = " ".join(f.path for f in run.files)
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
@@ -369,8 +375,12 @@ def _timeline_rows(steps: list[StepTimeline], by_key: dict) -> list[TimelinePane
     per_schedule: dict[str, list[StepTimeline]] = {}
     for st in steps:
         per_schedule.setdefault(st.key.schedule if st.key else "", []).append(st)
+
+    def _registry(schedule: str):  # the registry of the cases drawn for this schedule
+        return per_schedule[schedule][0].key.registry
+
     panels = []
-    for schedule in sorted(per_schedule, key=lambda s: (s == "", schedule_sort_key(s) if s else ())):
+    for schedule in sorted(per_schedule, key=lambda s: (s == "", _registry(s).schedule_sort_key(s) if s else ())):
         rows = []
         for st in sorted(per_schedule[schedule], key=lambda st: (st.key.strategy.sort_key if st.key else (),
                                                                    st.case_name)):
@@ -378,7 +388,8 @@ def _timeline_rows(steps: list[StepTimeline], by_key: dict) -> list[TimelinePane
             label = st.key.strategy.display if st.key else st.case_name
             rows.append(TimelineRow(label, st, case.status if case else "missing",
                                     case.max_rel_err if case else None))
-        title = (f"schedule {schedule_display(schedule)}" if schedule else "cases whose names this tool cannot read")
+        title = (f"schedule {_registry(schedule).schedule_display(schedule)}" if schedule
+                 else "cases whose names this tool cannot read")
         panels.append(TimelinePanel(title, rows))
     return panels
 
@@ -444,7 +455,8 @@ def _timeline_part(group: Group, cases: list[Case], folder: Path, traces: TraceS
     for panel in panels:
         for r in panel.rows:
             st, case = r.timeline, by_key.get(r.timeline.key)
-            rows.append([schedule_display(st.key.schedule), tables.escape(r.label), str(st.step), str(st.rank),
+            rows.append([st.key.registry.schedule_display(st.key.schedule), tables.escape(r.label), str(st.step),
+                         str(st.rank),
                          tables.fmt_ms(st.dur_ms), tables.fmt_ms(case.value("step_ms")) if case else tables.MISSING,
                          tables.result_cell(case) if case else "not in the run JSON"])
     out.append(_details("Table: the drawn step of each case (ms)",

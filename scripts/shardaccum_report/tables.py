@@ -9,7 +9,7 @@ import math
 
 from . import analysis
 from .analysis import ParetoPoint, ScalingFigure
-from .case import schedule_display
+from .case import registry_of
 from .counters import CEILING_FRACTIONS, CEILING_KEYS, OTHER, PEAK_PINNED, PHASES, STEP, Paired
 from .loading import Case
 
@@ -129,7 +129,7 @@ def correctness_table(cases: list[Case]) -> str:
                 mark = {"correct": "✓", "wrong": "✗ **WRONG**", "unknown": "?"}[c.status]
                 row.append(f"{mark} {fmt_err(c.max_rel_err)}")
         rows.append(row)
-    return md_table(["strategy"] + [schedule_display(s) for s in schedules], rows)
+    return md_table(["strategy"] + [registry_of(cases).schedule_display(s) for s in schedules], rows)
 
 
 def ceilings_table(ceilings: dict[str, float]) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import strict_json
 from .case import CaseKey, parse_case_name
+from .registry import Registry
 from .errors import InputError
 
 PHASES_TRACK = "phases"
@@ -116,9 +117,9 @@ def _rank_of(process_name: object, pid: object) -> int | None:
     return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
 
-def load_trace(path: str | Path) -> Trace:
+def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
     """Reads a trace file and picks each case's first measured step of rank 0 (of the lowest rank
-    when rank 0 has none).
+    when rank 0 has none). Case names are read by `registry` (the run's; None: the committed one).
 
     Raises InputError naming the file when it cannot be read, is empty, is not valid JSON, has no
     'traceEvents' list, has a complete event without numeric ts/dur, or has no step event at all.
@@ -203,7 +204,7 @@ def load_trace(path: str | Path) -> Trace:
         if rank != 0:
             not_rank0.append(case)
         try:
-            key = parse_case_name(case)
+            key = parse_case_name(case, registry)
         except ValueError:
             key = None
         timeline = StepTimeline(case, key, rank, step, dur / 1e3)

@@ -1,4 +1,5 @@
-"""Shared fixtures: import paths, the committed host fixture, generated runs, and CLI runners."""
+"""Shared fixtures: import paths, the committed runs (host fixtures recorded from the binary by
+tests/fixtures/regenerate.sh, GPU runs under reports/), edits planted into copies, and CLI runners."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 FIXTURES = ROOT / "tests" / "fixtures"
-HOST_FIXTURE = FIXTURES / "host_w2_uniform8x1M.json"
+# Real output of the host backend: the whole matrix at K 4 (2 repetitions), and the presets at K 8.
+HOST_FIXTURE = FIXTURES / "host_w2_uniform8x64K.json"
+HOST_K8_FIXTURE = FIXTURES / "host_w2k8_uniform8x64K.json"
+MODEL = "uniform:8x64K"
+# Real GPU runs (2x H200): llama2-7b at world 2 (all 16 strategies) and at world 1 (data-free/flag).
+GPU_RUN = ROOT / "reports" / "h200x2-llama2-7b" / "run.json"
+GPU_RUN_W1 = ROOT / "reports" / "h200-reliability" / "check_every.json"
 
-for path in (SCRIPTS, FIXTURES):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import make_fixture  # noqa: E402
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
 
 
 def run_script(script: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -28,8 +32,16 @@ def run_script(script: str, *args: str, cwd: Path | None = None) -> subprocess.C
 
 
 def write_doc(doc: dict, path: Path) -> Path:
-    make_fixture.write(doc, str(path))
+    """Writes a benchmark document as strict JSON (no NaN/Infinity), as shardaccum_bench does."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, allow_nan=False)
+        f.write("\n")
     return path
+
+
+def load_doc(path: Path) -> dict:
+    """A fresh copy of a committed run, to modify."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def entries_of(doc: dict, name: str, run_type: str | None = "iteration") -> list[dict]:
@@ -62,6 +74,35 @@ def plant_slowdown(doc: dict, name: str, factor: float) -> dict:
                 e[key] = value * factor
             elif isinstance(value, float) and key.endswith("_gbps"):
                 e[key] = value / factor
+    return doc
+
+
+def plant_error(doc: dict, name: str, message: str) -> dict:
+    """Makes one case end with `message` in place, as Google Benchmark writes a SkipWithError: each
+    repetition an entry with error_occurred, no counters; no aggregates."""
+    entries = entries_of(doc, name, run_type=None)
+    assert entries, name
+    benchmarks, done = [], False
+    for e in doc["benchmarks"]:
+        if not any(e is x for x in entries):
+            benchmarks.append(e)
+        elif not done:
+            done = True
+            for rep in range(int(e.get("repetitions", 1))):
+                benchmarks.append({key: e[key] for key in ("name", "family_index", "per_family_instance_index",
+                                                            "run_name", "repetitions", "threads") if key in e}
+                                  | {"name": e.get("run_name", e["name"]), "run_type": "iteration",
+                                     "repetition_index": rep, "iterations": 0, "real_time": 0.0, "cpu_time": 0.0,
+                                     "time_unit": "ms", "error_occurred": True, "error_message": message})
+    doc["benchmarks"] = benchmarks
+    return doc
+
+
+def drop_counters(doc: dict, *counters: str) -> dict:
+    """Leaves `counters` out of every entry, in place (a binary that does not write them)."""
+    for e in doc["benchmarks"]:
+        for counter in counters:
+            e.pop(counter, None)
     return doc
 
 
@@ -107,15 +148,18 @@ def host_report(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedProces
     return readme, readme.read_text(encoding="utf-8"), proc
 
 
+FAILING_W1 = ("accum/model:llama2-7b/world:1/schedule:SSSS/binding:data-free/offload:copy/mode:flag/"
+              "dtype:fp32-fp32-fp32")
+FAILING_MESSAGE = "rank 0: checked add: unit 3 micro-batch 2: operands in different memory spaces (device | pinned)"
+
+
 @pytest.fixture(scope="session")
 def cuda_runs(tmp_path_factory) -> list[Path]:
-    """Three cuda runs: world 2 K 4, world 4 K 4, world 2 K 8 (one case failing), 4 repetitions each."""
+    """Two real cuda runs of llama2-7b at K 4: world 2 (all strategies) and world 1 (data-free/flag),
+    one case of the world-1 run planted failing."""
     d = tmp_path_factory.mktemp("cuda")
-    failing = {"schedule:SSSSSSSS/binding:data/offload:copy/mode:flag":
-               "rank 1: checked add: unit 3 micro-batch 2: operands in different memory spaces (device | pinned)"}
-    return [write_doc(make_fixture.make_run("cuda", 2, 4, repetitions=4, seed=11), d / "w2k4.json"),
-            write_doc(make_fixture.make_run("cuda", 4, 4, repetitions=4, seed=12), d / "w4k4.json"),
-            write_doc(make_fixture.make_run("cuda", 2, 8, repetitions=4, seed=13, errors=failing), d / "w2k8.json")]
+    return [write_doc(load_doc(GPU_RUN), d / "w2k4.json"),
+            write_doc(plant_error(load_doc(GPU_RUN_W1), FAILING_W1, FAILING_MESSAGE), d / "w1k4.json")]
 
 
 @pytest.fixture(scope="session")

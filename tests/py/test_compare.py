@@ -5,12 +5,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import HOST_FIXTURE, entries_of, fixture_doc, plant_slowdown, run_script, table_row, write_doc
+from conftest import (HOST_FIXTURE, MODEL, entries_of, fixture_doc, plant_error, plant_slowdown, run_script, table_row,
+                      write_doc)
 from shardaccum_report.compare import compare_files, smallest_p_value
 
-import make_fixture
-
-SLOW = "accum/model:uniform:8x1M/world:2/schedule:nSnS/binding:data/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
+SLOW = f"accum/model:{MODEL}/world:2/schedule:nSnS/binding:data/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
 
 
 def tiny_run(step_ms: dict[str, list[float]], correct: dict[str, float] | None = None) -> dict:
@@ -170,7 +169,7 @@ def test_bad_threshold_is_a_usage_error():
 
 # --- The gate on missing data (issue 11, item 11) ---------------------------------------------------
 
-ZERO3 = "accum/model:uniform:8x1M/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
+ZERO3 = f"accum/model:{MODEL}/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
 
 
 def _without(doc: dict, name: str, counter: str, how: str) -> dict:
@@ -224,9 +223,8 @@ def test_new_cases_in_the_candidate_are_listed_and_do_not_fail(tmp_path):
 
 
 def test_a_case_failing_in_both_runs_is_noted_not_missing(tmp_path):
-    errors = {"schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag": "out of memory"}
-    base = write_doc(make_fixture.make_run(errors=errors), tmp_path / "base.json")
-    cand = write_doc(make_fixture.make_run(errors=errors), tmp_path / "cand.json")
+    base = write_doc(plant_error(fixture_doc(), ZERO3, "out of memory"), tmp_path / "base.json")
+    cand = write_doc(plant_error(fixture_doc(), ZERO3, "out of memory"), tmp_path / "cand.json")
     proc = run_script("compare.py", base, cand)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 case failed in both runs" in proc.stdout and "## Missing in candidate" not in proc.stdout

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import statistics
 
-import make_fixture
 import pytest
-from conftest import HOST_FIXTURE, entries_of, iteration_entries, write_doc
-from shardaccum_report.case import PRESETS, CaseKey, Strategy, canonical_schedule, parse_case_name, schedule_family
+from conftest import (GPU_RUN, HOST_FIXTURE, MODEL, entries_of, fixture_doc, iteration_entries, plant_error,
+                      write_doc)
+from shardaccum_report.case import CaseKey, Strategy, parse_case_name
 from shardaccum_report.errors import InputError
 from shardaccum_report.loading import load_run_file, load_runs
+from shardaccum_report.registry import Registry
+
+REGISTRY = Registry.committed()
 
 NAME = ("accum/model:llama2-7b/world:2/schedule:nSnS/binding:data/offload:cpu-add/mode:flag/"
         "dtype:bf16-bf16-fp32")
@@ -40,11 +43,11 @@ def test_parse_case_name_other_families_and_malformed_names():
 
 
 def test_canonical_schedules_match_design_doc():
-    assert [canonical_schedule(n, 4) for n in ("no-sync", "sync", "interleaved-nosync-last",
+    assert [REGISTRY.canonical_schedule(n, 4) for n in ("no-sync", "sync", "interleaved-nosync-last",
                                                "interleaved-sync-last")] == ["nnnS", "SSSS", "nSnS", "SnSS"]
-    assert schedule_family("SnSS") == "interleaved-sync-last"
-    assert schedule_family("nnSnS") == "other"
-    assert PRESETS["fsdp2"] == Strategy("data-free", "cpu-add", "flag")
+    assert REGISTRY.schedule_family("SnSS") == "interleaved-sync-last"
+    assert REGISTRY.schedule_family("nnSnS") == "other"
+    assert REGISTRY.preset_of(Strategy("data-free", "cpu-add", "flag")) == "fsdp2"
     assert Strategy("data", "copy", "shape").display == "data/copy/shape (fairscale)"
 
 
@@ -64,7 +67,7 @@ def test_wrong_cells_are_exactly_the_offloaded_copy_and_shape_cells_with_two_or_
         s = c.key.strategy
         expect_wrong = s.offload != "none" and c.key.sync_count >= 2 and (s.offload == "copy" or s.mode == "shape")
         assert c.status == ("wrong" if expect_wrong else "correct"), c.key.name
-    sync_copy = next(c for c in run.cases if c.key.schedule == "SSSS" and c.key.strategy == PRESETS["fsdp1"])
+    sync_copy = next(c for c in run.cases if c.key.schedule == "SSSS" and c.key.strategy.preset == "fsdp1")
     assert sync_copy.max_rel_err == pytest.approx(0.866, abs=0.01)  # docs/DESIGN.md §3: sqrt(3/4)
 
 
@@ -89,7 +92,8 @@ def test_aggregates_only_file_uses_the_median_aggregate(tmp_path, host_doc):
 
 
 def test_failed_case_is_an_error_with_its_message(tmp_path):
-    doc = make_fixture.make_run(errors={"schedule:SSSS/binding:data/offload:none/mode:flag": "rank 0: out of memory"})
+    name = f"accum/model:{MODEL}/world:2/schedule:SSSS/binding:data/offload:none/mode:flag/dtype:fp32-fp32-fp32"
+    doc = plant_error(fixture_doc(), name, "rank 0: out of memory")
     run = load_runs([write_doc(doc, tmp_path / "err.json")])
     failed = [c for c in run.cases if c.status == "error"]
     assert len(failed) == 1 and failed[0].error == "rank 0: out of memory"
@@ -131,14 +135,13 @@ def test_missing_file_is_an_input_error(tmp_path):
 
 
 def test_the_same_case_in_two_files_is_an_error_pointing_to_compare(tmp_path):
-    a = write_doc(make_fixture.make_run(seed=1), tmp_path / "a.json")
-    b = write_doc(make_fixture.make_run(seed=2), tmp_path / "b.json")
+    a = write_doc(fixture_doc(), tmp_path / "a.json")
+    b = write_doc(fixture_doc(), tmp_path / "b.json")
     with pytest.raises(InputError, match=r"also in .*a\.json.*compare\.py"):
         load_runs([a, b])
 
 
 def test_files_of_different_backends_do_not_mix(tmp_path):
-    a = write_doc(make_fixture.make_run("host"), tmp_path / "host.json")
-    b = write_doc(make_fixture.make_run("cuda", world=4), tmp_path / "cuda.json")
+    a = write_doc(fixture_doc(), tmp_path / "host.json")
     with pytest.raises(InputError, match="mix backends"):
-        load_runs([a, b])
+        load_runs([a, GPU_RUN])

@@ -6,14 +6,14 @@ import re
 import statistics
 from pathlib import Path
 
-import make_fixture
 import pytest
-from conftest import HOST_FIXTURE, iteration_entries, run_script, section, table_row, write_doc
+from conftest import (FAILING_MESSAGE, GPU_RUN, GPU_RUN_W1, HOST_FIXTURE, HOST_K8_FIXTURE, MODEL, drop_counters,
+                      fixture_doc, iteration_entries, load_doc, run_script, section, table_row, write_doc)
 from shardaccum_report import analysis
 from shardaccum_report.loading import load_runs
 from shardaccum_report.report import build_report
 
-GROUP = "## uniform:8x1M · world 2 · K 4 · fp32-fp32-fp32"
+GROUP = f"## {MODEL} · world 2 · K 4 · fp32-fp32-fp32"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -69,7 +69,7 @@ def test_phase_table_holds_the_medians_of_the_json(host_report, host_doc):
                                         ("nSnS", "binding:data/offload:gpu-add/mode:flag", "data/gpu-add/flag"),
                                         ("SnSS", "binding:data/offload:copy/mode:shape",
                                          "data/copy/shape (fairscale)")):
-        name = f"accum/model:uniform:8x1M/world:2/schedule:{schedule}/{strategy}/dtype:fp32-fp32-fp32"
+        name = f"accum/model:{MODEL}/world:2/schedule:{schedule}/{strategy}/dtype:fp32-fp32-fp32"
         reps = iteration_entries(host_doc, name)
         row = table_row(table, schedule, display)
         step = _median(reps, "step_ms")
@@ -89,7 +89,7 @@ def test_phase_table_holds_the_medians_of_the_json(host_report, host_doc):
 
 def test_memory_and_traffic_tables_hold_exact_bytes(host_report, host_doc):
     _, text, _ = host_report
-    name = ("accum/model:uniform:8x1M/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/"
+    name = (f"accum/model:{MODEL}/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/"
             "dtype:fp32-fp32-fp32")
     reps = iteration_entries(host_doc, name)
     b = lambda counter: f"{round(_median(reps, counter)):,}"  # noqa: E731
@@ -113,7 +113,7 @@ def test_correctness_matrix_marks_wrong_cells_with_their_error(host_report, host
     row = table_row(grid, "data-free/copy/shape (fsdp1)")
     errs = {}
     for schedule in ("nnnS", "SSSS", "nSnS", "SnSS"):
-        name = (f"accum/model:uniform:8x1M/world:2/schedule:{schedule}/binding:data-free/offload:copy/mode:shape/"
+        name = (f"accum/model:{MODEL}/world:2/schedule:{schedule}/binding:data-free/offload:copy/mode:shape/"
                 "dtype:fp32-fp32-fp32")
         errs[schedule] = max(e["max_rel_err"] for e in iteration_entries(host_doc, name))
     assert row[1] == "✓ 0"
@@ -167,22 +167,36 @@ def test_cuda_report_has_ceilings_scaling_and_the_failed_case(cuda_report):
     readme, text = cuda_report
     assert "host wall-clock" not in text
     links = _images(text)
-    assert sum(link.endswith(".ceilings.png") for link in links) == 3
-    assert any(link.startswith("scaling_k.") for link in links)
+    assert sum(link.endswith(".ceilings.png") for link in links) == 2  # one per group: world 1 and 2
     assert any(link.startswith("scaling_world.") for link in links)
     for link in links:
         data = (readme.parent / link).read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000, link
-    assert "| `ceiling_reduce_scatter_busbw_gbps` | reduce-scatter bus bandwidth | 237.0 |" in text
-    k8 = section(text, "## uniform:8x1M · world 2 · K 8 · fp32-fp32-fp32")
-    assert "operands in different memory spaces (device \\| pinned)" in k8  # pipe escaped in the table
-    assert table_row(section(k8, "### Correctness"), "data/copy/flag")[2] == "⚠ error"
-    scaling = section(text, "#### uniform:8x1M · world 2 · fp32-fp32-fp32")
+    busbw = float(load_doc(GPU_RUN)["context"]["ceiling_reduce_scatter_busbw_gbps"])
+    assert f"| `ceiling_reduce_scatter_busbw_gbps` | reduce-scatter bus bandwidth | {busbw:,.1f} |" in text
+    w1 = section(text, "## llama2-7b · world 1 · K 4 · fp32-fp32-fp32")
+    assert FAILING_MESSAGE.replace("|", "\\|") in w1  # pipe escaped in the table
+    assert table_row(section(w1, "### Correctness"), "data-free/copy/flag")[1] == "⚠ error"
+    scaling = section(text, "#### llama2-7b · K 4 · fp32-fp32-fp32")
+    assert "world=1 (ms)" in scaling and "world=2 (ms)" in scaling
+    assert "Skipped: every case has K 4" in section(text, "### Scaling with K")
+
+
+def test_host_runs_at_two_k_are_drawn_as_scaling_with_k(tmp_path):
+    readme = build_report([HOST_FIXTURE, HOST_K8_FIXTURE], "k", tmp_path / "out")
+    text = readme.read_text(encoding="utf-8")
+    links = [link for link in _images(text) if link.startswith("scaling_k.")]
+    assert len(links) == 1 and (readme.parent / links[0]).read_bytes().startswith(PNG_SIGNATURE)
+    scaling = section(text, f"#### {MODEL} · world 2 · fp32-fp32-fp32")
     assert "K=4 (ms)" in scaling and "K=8 (ms)" in scaling
+    k8 = {c.key.strategy: c for c in load_runs([HOST_K8_FIXTURE]).cases if c.key.schedule == "S" * 8}
+    fsdp1 = next(s for s in k8 if s.preset == "fsdp1")
+    row = table_row(scaling, "sync", "data-free/copy/shape (fsdp1)")
+    assert row[-1] == f"{k8[fsdp1].value('step_ms'):.3f} ✗"  # the wrong cell marked at K 8 too
 
 
 def test_missing_counters_are_tolerated_and_named(tmp_path):
-    doc = make_fixture.make_run(drop_counters=("nccl_ms", "model_peak_pinned_bytes", "h2d_bytes"))
+    doc = drop_counters(fixture_doc(), "nccl_ms", "model_peak_pinned_bytes", "h2d_bytes")
     readme = build_report([write_doc(doc, tmp_path / "sparse.json")], "sparse", tmp_path / "out")
     text = readme.read_text()
     assert "`nccl_ms` is in none of the cases: not shown." in text
@@ -194,7 +208,7 @@ def test_missing_counters_are_tolerated_and_named(tmp_path):
 
 
 def test_report_replaces_an_old_one_and_a_failure_leaves_it_intact(tmp_path, monkeypatch):
-    small = write_doc(make_fixture.make_run(k=3, repetitions=1, schedules=["nnS"]), tmp_path / "small.json")
+    small = HOST_K8_FIXTURE
     out = tmp_path / "reports"
     readme = build_report([small], "r", out)
     (readme.parent / "stale.png").write_bytes(b"old")

@@ -8,11 +8,10 @@ import json
 import math
 
 import pytest
-from conftest import FIXTURES, HOST_FIXTURE, entries_of, fixture_doc, run_script, section, table_row, write_doc
+from conftest import FIXTURES, HOST_FIXTURE, MODEL, entries_of, fixture_doc, run_script, section, table_row, write_doc
 
-import make_fixture
 
-CASE = "accum/model:uniform:8x1M/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
+CASE = f"accum/model:{MODEL}/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag/dtype:fp32-fp32-fp32"
 ZERO3 = "data-free/gpu-add/flag (zero3)"
 MISSING = "–"
 RUN, TRACE = FIXTURES / "host_trace" / "run.json", FIXTURES / "host_trace" / "trace.json"
@@ -140,7 +139,7 @@ def test_a_trace_time_beyond_range_is_bad_input(tmp_path):
 def test_large_counters_within_range_are_reported(tmp_path):
     # At the bound, every sum and product the tools form stays finite: the report is written.
     from shardaccum_report.strict_json import MAX_MAGNITUDE
-    doc = make_fixture.make_run(repetitions=2)
+    doc = fixture_doc()
     for e in entries_of(doc, CASE, run_type=None):
         e["peak_device_bytes"] = MAX_MAGNITUDE
     run = write_doc(doc, tmp_path / "large.json")

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, run_script, section
+from conftest import FIXTURES, MODEL, ROOT, run_script, section
 from shardaccum_report.trace import load_trace
 
 TRACE_DIR = FIXTURES / "host_trace"
@@ -107,7 +107,7 @@ def test_explicit_trace_and_the_regenerate_line(tmp_path):
 
 def test_without_a_trace_the_section_says_how_to_get_one(host_report):
     _, text, _ = host_report
-    part = _timeline(text, "## uniform:8x1M · world 2 · K 4 · fp32-fp32-fp32")
+    part = _timeline(text, f"## {MODEL} · world 2 · K 4 · fp32-fp32-fp32")
     assert "No trace given" in part
     assert "scripts/run.sh" in part and "--trace" in part
     assert not _images(part)

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib import colormaps
 
 from .. import analysis
-from ..case import schedule_display
+from ..case import registry_of
 from ..counters import CEILING_FRACTIONS
 from ..loading import Case
 from .style import new_figure, save, styled
@@ -54,7 +54,7 @@ def plot_ceilings(cases: list[Case], ceilings: dict[str, float], path: Path, tit
             ax.text(j, i, text, ha="center", va="center", fontsize=8,
                     color="#555555" if np.isnan(v) else ("white" if v < 0.6 else "black"))
         ax.set_xticks(range(len(fracs)), labels, rotation=90, fontsize=8.5)
-        ax.set_title(schedule_display(schedule).replace(" (", "\n("), fontsize=10)
+        ax.set_title(registry_of(cases).schedule_display(schedule).replace(" (", "\n("), fontsize=10)
         ax.grid(False)
         ax.tick_params(length=0)
     axes[0].set_yticks(range(len(strategies)), [s.display for s in strategies])

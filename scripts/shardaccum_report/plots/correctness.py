@@ -9,7 +9,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.patches import Patch
 
 from .. import analysis
-from ..case import schedule_display
+from ..case import registry_of
 from ..loading import Case
 from ..tables import fmt_err
 from .style import CORRECT, ERROR, UNKNOWN, WRONG, new_figure, save, styled
@@ -42,7 +42,8 @@ def plot_correctness(cases: list[Case], path: Path, title: str) -> Path:
                     color="white" if status in ("wrong", "error") else "black",
                     fontweight="bold" if status == "wrong" else "normal")
     ax.imshow(rgb, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(len(schedules)), [schedule_display(s).replace(" (", "\n(") for s in schedules])
+    registry = registry_of(cases)
+    ax.set_xticks(range(len(schedules)), [registry.schedule_display(s).replace(" (", "\n(") for s in schedules])
     ax.set_yticks(range(len(strategies)), [s.display for s in strategies])
     ax.xaxis.tick_top()
     ax.set_xticks(np.arange(-0.5, len(schedules)), minor=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from matplotlib.patches import Patch
 
 from .. import analysis
-from ..case import schedule_display
+from ..case import registry_of
 from ..counters import Paired
 from ..loading import Case
 from .style import MEASURED, MISMATCH, PREDICTED, WRONG, byte_scale, new_figure, save, styled
@@ -60,7 +60,7 @@ def plot_measured_predicted(cases: list[Case], pairs: tuple[Paired, ...], path: 
                 for text, color in labels:
                     ax.text(right, y, text, va="center", ha="left", fontsize=8, color=color, fontweight="bold")
                     right += span * (0.06 + 0.025 * len(text))
-            ax.set_title(f"{pair.label}\n{schedule_display(schedule)}", fontsize=10)
+            ax.set_title(f"{pair.label}\n{registry_of(cases).schedule_display(schedule)}", fontsize=10)
             ax.set_xlabel(f"{unit} per rank and step")
             ax.grid(axis="y", visible=False)
         grid[r][0].set_xlim(0, span * 1.3)

@@ -7,7 +7,7 @@ from pathlib import Path
 from matplotlib.lines import Line2D
 
 from .. import analysis
-from ..case import schedule_display
+from ..case import registry_of
 from ..counters import PEAK_DEVICE, STEP
 from ..loading import Case
 from .style import (
@@ -82,7 +82,7 @@ def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> P
                 ax.annotate("\n".join(names), (x, y), xytext=(8, 6 + 9 * (i % 2)),
                             textcoords="offset points", fontsize=8, zorder=5,
                             bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.8))
-        ax.set_title(schedule_display(schedule))
+        ax.set_title(registry_of(cases).schedule_display(schedule))
         ax.set_xlabel(f"peak device memory per rank ({unit})")
         ax.set_ylabel(f"step time (ms, {time_label})")
         # Memory from 0 (a budget is an amount); time zoomed to the cases, so the front reads clearly.

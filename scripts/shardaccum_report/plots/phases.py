@@ -8,7 +8,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .. import analysis
-from ..case import schedule_display
+from ..case import registry_of
 from ..counters import OTHER, PHASES, STEP
 from ..loading import Case
 from .style import ERROR, WRONG, new_figure, save, styled
@@ -56,7 +56,7 @@ def plot_step_phases(cases: list[Case], path: Path, title: str, time_label: str)
             if wrong:
                 ax.text(max(left, step or 0.0) + top * 0.015, y, "WRONG", va="center", ha="left", color=WRONG,
                         fontsize=8, fontweight="bold")
-        ax.set_title(schedule_display(schedule))
+        ax.set_title(registry_of(cases).schedule_display(schedule))
         ax.set_xlabel(f"ms per step ({time_label})")
         ax.grid(axis="y", visible=False)
     axes[0].set_yticks(range(len(strategies)), [s.display for s in strategies])

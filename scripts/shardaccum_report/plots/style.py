@@ -14,7 +14,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from ..case import BINDINGS, MODES, OFFLOADS, Strategy  # noqa: E402
+from ..case import Strategy  # noqa: E402
 
 RC = {
     "font.size": 10,
@@ -37,13 +37,16 @@ MEASURED = "#2B5C8A"
 PREDICTED = "#D9D9D9"
 MISMATCH = "#B35806"     # dark orange: measured differs from predicted
 
-OFFLOAD_COLORS = {"none": "#4D4D4D", "gpu-add": "#0072B2", "cpu-add": "#009E73", "copy": "#E69F00"}
-BINDING_MODE_STYLE = {  # (marker, line style)
-    ("data", "flag"): ("o", "-"),
-    ("data", "shape"): ("s", "--"),
-    ("data-free", "flag"): ("^", "-."),
-    ("data-free", "shape"): ("D", ":"),
-}
+# Styles by a value's position in the registry's order (so a new value gets one without an edit
+# here): today's none, gpu-add, cpu-add, copy take the first four colours; today's binding x mode
+# pairs (data/flag, data/shape, data-free/flag, data-free/shape) the first four markers.
+OFFLOAD_PALETTE = ("#4D4D4D", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#8C6D31", "#F0C808")
+UNKNOWN_OFFLOAD = "#984EA3"  # a value the registry does not list
+MARKER_PALETTE = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("*", "-."),
+                  ("h", ":"))
+UNKNOWN_MARKER = ("P", (0, (1, 3)))
+# The axes a marker tells apart (colour tells offload apart), in the order of their combinations.
+MARKER_AXES = ("binding", "mode", "division")
 
 
 def styled(fn):
@@ -75,29 +78,52 @@ def byte_scale(max_bytes: float) -> tuple[float, str]:
 
 
 def strategy_color(s: Strategy) -> str:
-    return OFFLOAD_COLORS.get(s.offload, "#984EA3")
+    """The colour of the strategy's offload: the palette entry at its position in the registry."""
+    names = s.registry.axis("offload").names
+    return OFFLOAD_PALETTE[names.index(s.offload) % len(OFFLOAD_PALETTE)] if s.offload in names else UNKNOWN_OFFLOAD
+
+
+def _marker_index(s: Strategy) -> int | None:
+    """Position of the strategy's (binding, mode, division) among the registry's combinations."""
+    index = 0
+    for axis in MARKER_AXES:
+        names = s.registry.axis(axis).names
+        value = getattr(s, axis)
+        if value not in names:
+            return None
+        index = index * len(names) + names.index(value)
+    return index
 
 
 def strategy_marker(s: Strategy) -> tuple[str, str]:
-    return BINDING_MODE_STYLE.get((s.binding, s.mode), ("P", (0, (1, 3))))
+    """(marker, line style) of the strategy's binding/mode/division combination."""
+    index = _marker_index(s)
+    return UNKNOWN_MARKER if index is None else MARKER_PALETTE[index % len(MARKER_PALETTE)]
+
+
+def _marker_label(s: Strategy) -> str:
+    label = f"{s.binding} / {s.mode}"
+    return label if s.division == s.registry.axis("division").default else f"{label} / {s.division}"
 
 
 def strategy_legend(strategies: list[Strategy], lines: bool = False) -> list:
     """A compact legend: one entry per offload (colour) and per binding/mode (marker, line style)
-    instead of one per strategy."""
-    offloads = sorted({s.offload for s in strategies}, key=lambda o: OFFLOADS.index(o) if o in OFFLOADS else 9)
-    pairs = sorted({(s.binding, s.mode) for s in strategies},
-                   key=lambda p: (BINDINGS.index(p[0]) if p[0] in BINDINGS else 9,
-                                  MODES.index(p[1]) if p[1] in MODES else 9))
-    colors = [OFFLOAD_COLORS.get(o, "#984EA3") for o in offloads]
+    instead of one per strategy, in the registry's order."""
+    by_offload = {}
+    for s in sorted(strategies, key=lambda s: s.sort_key):
+        by_offload.setdefault(s.offload, s)
+    by_marker = {}
+    for s in sorted(strategies, key=lambda s: (_marker_index(s) is None, _marker_index(s) or 0, s.sort_key)):
+        by_marker.setdefault(_marker_label(s), s)
     if lines:
-        handles = [Line2D([], [], color=c, linewidth=3, label=f"offload {o}") for o, c in zip(offloads, colors)]
+        handles = [Line2D([], [], color=strategy_color(s), linewidth=3, label=f"offload {o}")
+                   for o, s in by_offload.items()]
     else:
-        handles = [Patch(color=c, label=f"offload {o}") for o, c in zip(offloads, colors)]
-    for binding, mode in pairs:
-        marker, ls = BINDING_MODE_STYLE.get((binding, mode), ("P", ":"))
+        handles = [Patch(color=strategy_color(s), label=f"offload {o}") for o, s in by_offload.items()]
+    for label, s in by_marker.items():
+        marker, ls = strategy_marker(s)
         handles.append(Line2D([], [], color="#555555", marker=marker, linestyle=ls if lines else "",
-                              markersize=7, label=f"{binding} / {mode}"))
+                              markersize=7, label=label))
     return handles
 
 
