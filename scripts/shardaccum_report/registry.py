@@ -204,8 +204,20 @@ class Registry:
 
     @staticmethod
     def from_context(ctx: dict) -> Registry:
-        """The registry a run's context carries, or the committed one for JSON that predates it."""
-        return Registry.from_json(ctx["registry"]) if "registry" in ctx else Registry.committed()
+        """The registry a run's context carries, or the committed one for JSON that predates it.
+
+        Google Benchmark's context values are strings, so shardaccum_bench writes the registry as a
+        JSON string (docs/DESIGN.md §7); an object is accepted too. Raises ValueError naming the key
+        when the string is not JSON."""
+        if "registry" not in ctx:
+            return Registry.committed()
+        value = ctx["registry"]
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"registry: the context's registry string is not JSON ({e})") from None
+        return Registry.from_json(value)
 
     @staticmethod
     @functools.cache

@@ -83,16 +83,39 @@ def strategy_color(s: Strategy) -> str:
     return OFFLOAD_PALETTE[names.index(s.offload) % len(OFFLOAD_PALETTE)] if s.offload in names else UNKNOWN_OFFLOAD
 
 
+def _shell_index(coords: list[int]) -> int:
+    """A position for a point of N^d that never moves when an axis gains a value at its end: the
+    points are ordered shell by shell (shell k: the largest coordinate is k), so today's 2x2
+    binding/mode combinations keep indices 0..3 whatever is appended to either axis later."""
+    k = max(coords)
+    if k == 0:
+        return 0
+    d = len(coords)
+    # Points of earlier shells: k^d; within shell k, enumerate the points of {0..k}^d with max = k in
+    # lexicographic order (the first axis slowest).
+    before = k ** d
+    rank = 0
+    for i, c in enumerate(coords):
+        rest = d - i - 1
+        for v in range(c):
+            # completions of the remaining axes that keep the point in shell k
+            seen_k = v == k or any(x == k for x in coords[:i])
+            rank += (k + 1) ** rest if seen_k else (k + 1) ** rest - k ** rest
+    return before + rank
+
+
 def _marker_index(s: Strategy) -> int | None:
-    """Position of the strategy's (binding, mode, division) among the registry's combinations."""
-    index = 0
-    for axis in MARKER_AXES:
+    """Position of the strategy's (binding, mode, division) among the registry's combinations, stable
+    when a value is appended to an axis (_shell_index)."""
+    coords = []
+    # division first (slowest): at its default (0) the binding/mode pairs keep today's 0..3.
+    for axis in ("division", "binding", "mode"):
         names = s.registry.axis(axis).names
         value = getattr(s, axis)
         if value not in names:
             return None
-        index = index * len(names) + names.index(value)
-    return index
+        coords.append(names.index(value))
+    return _shell_index(coords)
 
 
 def strategy_marker(s: Strategy) -> tuple[str, str]:
