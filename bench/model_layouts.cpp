@@ -1,5 +1,8 @@
 #include "bench/model_layouts.hpp"
 
+#include "bench/hf_layouts.hpp"
+#include "bench/layout_fields.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -17,152 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace layout_detail;
 
 constexpr std::string_view kUniformPrefix = "uniform:";
 constexpr std::string_view kForms =
     "use a shipped name, a path to a .json layout or Hugging Face config.json, or "
     "uniform:COUNTxNUMEL (e.g. uniform:16x64M)";
-
-/// Every error names the flag and the value, so a message is actionable wherever it surfaces.
-[[noreturn]] void fail(std::string_view source, const std::string &what) {
-  // The value is quoted short: a path is rarely longer, a pasted blob would fill the terminal.
-  const std::string shown = source.size() <= 200 ? std::string(source) : std::string(source.substr(0, 200)) + "...";
-  throw std::invalid_argument("--model '" + shown + "': " + what);
-}
-
-/// At most `max` characters of `s`, marked when cut: a file's text is quoted short in messages.
-std::string brief_text(std::string_view s, size_t max = 80) {
-  return s.size() <= max ? std::string(s) : std::string(s.substr(0, max)) + "...";
-}
-
-/// Appends `v` as JSON to `out`, stopping once `out` reaches `max` characters; nesting beyond
-/// 4 levels shows as [...] / {...}, so neither the recursion nor the text depends on the input.
-void render_brief(const json &v, std::string &out, size_t max, int depth) {
-  if (out.size() >= max)
-    return;
-  if (v.is_array() || v.is_object()) {
-    const bool arr = v.is_array();
-    if (depth >= 4 && !v.empty()) {
-      out += arr ? "[...]" : "{...}";
-      return;
-    }
-    out += arr ? '[' : '{';
-    bool first = true;
-    for (auto it = v.begin(); it != v.end() && out.size() < max; ++it) {
-      out += first ? "" : ", ";
-      first = false;
-      if (!arr)
-        out += json(brief_text(it.key(), max)).dump() + ": ";
-      render_brief(*it, out, max, depth + 1);
-    }
-    out += arr ? ']' : '}';
-  } else if (v.is_string()) {
-    out += json(brief_text(v.get_ref<const std::string &>(), max)).dump();
-  } else {
-    out += v.dump(); // a number, a boolean or null: short
-  }
-}
-
-/// `v` as JSON text of at most about 80 characters ("..." when cut), for messages.
-std::string brief_json(const json &v) {
-  constexpr size_t kMax = 80;
-  std::string out;
-  render_brief(v, out, kMax, 0);
-  return out.size() <= kMax ? out : out.substr(0, kMax) + "...";
-}
-
-/// Products and sums of config fields, checked: a mistyped config must give an error, not wrap.
-class Counter {
-public:
-  explicit Counter(std::string_view source) : source_(source) {}
-
-  uint64_t mul(uint64_t a, uint64_t b) const {
-    uint64_t r = 0;
-    if (__builtin_mul_overflow(a, b, &r) || r > kMaxLayoutNumel)
-      too_large();
-    return r;
-  }
-  uint64_t add(uint64_t a, uint64_t b) const {
-    uint64_t r = 0;
-    if (__builtin_add_overflow(a, b, &r) || r > kMaxLayoutNumel)
-      too_large();
-    return r;
-  }
-
-private:
-  [[noreturn]] void too_large() const {
-    fail(source_, "the parameter count exceeds the limit of " + std::to_string(kMaxLayoutNumel) +
-                      " elements; check the sizes in the config");
-  }
-  std::string_view source_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// JSON field access. const json::operator[] on a missing key is undefined, so only find() is used.
-
-/// A JSON value as an integer in [1, limit]; `what` names it in messages.
-uint64_t positive_value(const json &v, std::string_view source, const std::string &what,
-                        uint64_t limit) {
-  uint64_t x = 0;
-  if (v.is_number_unsigned()) {
-    x = v.get<uint64_t>();
-  } else if (v.is_number_integer()) { // signed storage: negative from the parser, any sign from
-                                      // code
-    const int64_t s = v.get<int64_t>();
-    if (s < 0)
-      fail(source, what + " must be positive, got " + std::to_string(s));
-    x = static_cast<uint64_t>(s);
-  } else if (v.is_number_float()) {
-    // Integers beyond uint64 also arrive here, as doubles.
-    fail(source, what + " must be a positive integer, got " + brief_json(v) +
-                     (v.get<double>() > static_cast<double>(limit) ? " (too large)" : ""));
-  } else {
-    fail(source,
-         what + " must be a positive integer, got " + std::string(v.type_name()) + " " + brief_json(v));
-  }
-  if (x == 0)
-    fail(source, what + " must be positive, got 0");
-  if (x > limit) {
-    fail(source,
-         what + " = " + std::to_string(x) + " is above the limit of " + std::to_string(limit));
-  }
-  return x;
-}
-
-const json *find_field(const json &obj, const char *key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null())
-    return nullptr; // HF writes null for "use the default"
-  return &*it;
-}
-
-uint64_t required_dim(const json &cfg, const char *key, std::string_view source,
-                      uint64_t limit = kMaxLayoutNumel) {
-  const json *v = find_field(cfg, key);
-  if (v == nullptr) {
-    fail(source, std::string("the config has no field \"") + key +
-                     "\"; add it (a positive integer) or use a complete config.json");
-  }
-  return positive_value(*v, source, std::string("field \"") + key + "\"", limit);
-}
-
-uint64_t optional_dim(const json &cfg, const char *key, uint64_t fallback,
-                      std::string_view source) {
-  const json *v = find_field(cfg, key);
-  return v == nullptr
-             ? fallback
-             : positive_value(*v, source, std::string("field \"") + key + "\"", kMaxLayoutNumel);
-}
-
-bool optional_flag(const json &cfg, const char *key, bool fallback, std::string_view source) {
-  const json *v = find_field(cfg, key);
-  if (v == nullptr)
-    return fallback;
-  if (!v->is_boolean()) {
-    fail(source, std::string("field \"") + key + "\" must be true or false, got " + brief_json(*v));
-  }
-  return v->get<bool>();
-}
 
 // ---------------------------------------------------------------------------------------------
 // Layout builders.
@@ -204,103 +67,6 @@ Layout layout_from_units(const json &units, std::string name, std::string_view s
         positive_value(*ne, source, "numel of unit \"" + brief_text(unit_name) + "\"", kMaxLayoutNumel);
     total = count.add(total, numel);
     layout.units.push_back({std::move(unit_name), numel});
-  }
-  return layout;
-}
-
-// GPT2LMHeadModel (transformers/models/gpt2/modeling_gpt2.py): Conv1D layers carry biases,
-// LayerNorms carry weight and bias, lm_head is tied to wte unless tie_word_embeddings is false.
-Layout layout_gpt2(const json &cfg, std::string name, std::string_view source) {
-  Counter c(source);
-  const uint64_t d = required_dim(cfg, "n_embd", source);
-  const uint64_t layers = required_dim(cfg, "n_layer", source, kMaxLayoutUnits - 3);
-  const uint64_t vocab = required_dim(cfg, "vocab_size", source);
-  const uint64_t positions = required_dim(cfg, "n_positions", source);
-  const uint64_t inner = optional_dim(cfg, "n_inner", c.mul(4, d), source);
-  const bool tied = optional_flag(cfg, "tie_word_embeddings", true, source);
-
-  const uint64_t layer_norm = c.mul(2, d);                           // weight + bias
-  const uint64_t c_attn = c.add(c.mul(d, c.mul(3, d)), c.mul(3, d)); // qkv: d -> 3d
-  const uint64_t attn_proj = c.add(c.mul(d, d), d);                  // d -> d
-  const uint64_t c_fc = c.add(c.mul(d, inner), inner);               // d -> inner
-  const uint64_t mlp_proj = c.add(c.mul(inner, d), d);               // inner -> d
-  const uint64_t block =
-      c.add(c.add(c.add(c.mul(2, layer_norm), c_attn), attn_proj), c.add(c_fc, mlp_proj));
-  const uint64_t embed = c.add(c.mul(vocab, d), c.mul(positions, d));
-
-  Layout layout{std::move(name), {}};
-  layout.units.reserve(layers + 3);
-  layout.units.push_back({"wte+wpe", embed});
-  uint64_t total = embed;
-  for (uint64_t i = 0; i < layers; ++i) {
-    total = c.add(total, block);
-    layout.units.push_back({"h." + std::to_string(i), block});
-  }
-  total = c.add(total, layer_norm);
-  layout.units.push_back({"ln_f", layer_norm});
-  if (!tied) {
-    const uint64_t head = c.mul(vocab, d); // nn.Linear(n_embd, vocab_size, bias=False)
-    c.add(total, head);
-    layout.units.push_back({"lm_head", head});
-  }
-  return layout;
-}
-
-// LlamaForCausalLM / MistralForCausalLM (transformers/models/{llama,mistral}/modeling_*.py):
-// RMSNorm has a weight only; q/k/v/o carry biases iff attention_bias, the MLP iff mlp_bias.
-Layout layout_llama(const json &cfg, std::string name, std::string_view source) {
-  Counter c(source);
-  const uint64_t d = required_dim(cfg, "hidden_size", source);
-  const uint64_t inter = required_dim(cfg, "intermediate_size", source);
-  const uint64_t layers = required_dim(cfg, "num_hidden_layers", source, kMaxLayoutUnits - 3);
-  const uint64_t heads = required_dim(cfg, "num_attention_heads", source);
-  const uint64_t kv_heads = optional_dim(cfg, "num_key_value_heads", heads, source);
-  const uint64_t vocab = required_dim(cfg, "vocab_size", source);
-  // Grouped-query attention shares each K/V head among heads / kv_heads query heads.
-  if (kv_heads > heads || heads % kv_heads != 0) {
-    fail(source, "field \"num_key_value_heads\" (" + std::to_string(kv_heads) +
-                     ") must divide field \"num_attention_heads\" (" + std::to_string(heads) +
-                     "); fix one of them");
-  }
-  // transformers uses floor division when head_dim is not given.
-  const json *hd = find_field(cfg, "head_dim");
-  const uint64_t head_dim = hd != nullptr
-                                ? positive_value(*hd, source, "field \"head_dim\"", kMaxLayoutNumel)
-                                : d / heads;
-  if (head_dim == 0) {
-    fail(source, "hidden_size " + std::to_string(d) + " / num_attention_heads " +
-                     std::to_string(heads) +
-                     " gives head_dim 0; set \"head_dim\" or fix the sizes");
-  }
-  const bool tied = optional_flag(cfg, "tie_word_embeddings", false, source);
-  const bool attn_bias = optional_flag(cfg, "attention_bias", false, source);
-  const bool mlp_bias = optional_flag(cfg, "mlp_bias", false, source);
-
-  const uint64_t q_out = c.mul(heads, head_dim);
-  const uint64_t kv_out = c.mul(kv_heads, head_dim);
-  auto linear = [&](uint64_t in, uint64_t out, bool bias) {
-    return c.add(c.mul(in, out), bias ? out : 0);
-  };
-  const uint64_t attn =
-      c.add(c.add(linear(d, q_out, attn_bias), c.mul(2, linear(d, kv_out, attn_bias))),
-            linear(q_out, d, attn_bias));
-  const uint64_t mlp = c.add(c.mul(2, linear(d, inter, mlp_bias)), linear(inter, d, mlp_bias));
-  const uint64_t block = c.add(c.add(attn, mlp), c.mul(2, d)); // input + post-attention norms
-  const uint64_t embed = c.mul(vocab, d);
-
-  Layout layout{std::move(name), {}};
-  layout.units.reserve(layers + 3);
-  layout.units.push_back({"embed_tokens", embed});
-  uint64_t total = embed;
-  for (uint64_t i = 0; i < layers; ++i) {
-    total = c.add(total, block);
-    layout.units.push_back({"layers." + std::to_string(i), block});
-  }
-  total = c.add(total, d);
-  layout.units.push_back({"norm", d});
-  if (!tied) {
-    c.add(total, embed); // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
-    layout.units.push_back({"lm_head", embed});
   }
   return layout;
 }
