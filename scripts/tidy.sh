@@ -56,14 +56,13 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   sa_say "configuring the host preset for its compile_commands.json (cmake --preset host)"
   cmake --preset host --log-level=WARNING >/dev/null
 fi
-(( ${#files[@]} )) || files=("$SA_ROOT/")   # every translation unit of the project
 
 t0=$SECONDS
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0
 run-clang-tidy-14 -p "$build" -clang-tidy-binary "$(command -v clang-tidy-14)" -j "$jobs" -quiet \
-  "${fix[@]}" "${files[@]}" >"$log" 2>&1 || rc=$?
+  "${fix[@]}" ${files[@]+"${files[@]}"} >"$log" 2>&1 || rc=$?   # no REGEX: every unit
 # A header's finding is printed once per translation unit including it: print each once.
 # run-clang-tidy colours its output even into a file: strip the escapes first.
 sed -i 's/\x1b\[[0-9;]*m//g' "$log"
