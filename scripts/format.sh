@@ -53,7 +53,7 @@ fi
 (( ${#files[@]} )) || sa_die "no C++/CUDA file found"
 
 if (( ! check )); then
-  "$cf" -i --style=file "${files[@]}"
+  "$cf" -i --style="file:$SA_ROOT/.clang-format" "${files[@]}"
   sa_say "formatted ${#files[@]} files"
   exit 0
 fi
@@ -61,7 +61,7 @@ fi
 # --dry-run --Werror fails on the first replacement; one call a file names exactly the files at fault.
 bad=()
 for f in "${files[@]}"; do
-  "$cf" --dry-run --Werror --style=file "$f" >/dev/null 2>&1 || bad+=("$f")
+  "$cf" --dry-run --Werror --style="file:$SA_ROOT/.clang-format" "$f" >/dev/null 2>&1 || bad+=("$f")
 done
 if (( ${#bad[@]} )); then
   printf '%s\n' "${bad[@]}"
