@@ -48,7 +48,7 @@ std::string_view identifier(std::string_view n) {
 
 bool contains_any(std::string_view s, const std::vector<std::string>& pats) {
   return std::any_of(pats.begin(), pats.end(),
-                     [&](const std::string& p) { return s.find(p) != s.npos; });
+                     [&](const std::string& p) { return s.find(p) != std::string_view::npos; });
 }
 
 std::string demangle(const std::string& n) {
@@ -170,7 +170,8 @@ std::string other_profiler_reason(const std::function<const char*(const char*)>&
     const char* v = env(k);
     if (!v) continue;
     const std::string_view s(v);
-    if (s.find("nsys") != s.npos || s.find("ToolsInjection") != s.npos)
+    constexpr auto npos = std::string_view::npos;
+    if (s.find("nsys") != npos || s.find("ToolsInjection") != npos)
       return std::string("Nsight Systems is attached (") + k + "=" + v + ")";
   }
   return {};

@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/install_deps.sh [--for run|test|sanitize] [--check]
+usage: scripts/install_deps.sh [--for run|test|sanitize|lint] [--check]
 
 Installs what is missing, and only that; prints nothing when nothing is missing.
 
@@ -29,6 +29,9 @@ options:
   --for test   everything, pytest included (default)
   --for sanitize  the C++ build and what CI's sanitizer stages need (.ci/run): clang, its sanitizer
                runtimes (libclang-rt-N-dev) and LLVM's OpenMP with Archer (libomp-dev); no Python
+  --for lint   the C++ build (clang-tidy reads its compile_commands.json) and the repository rules'
+               tools (.ci/run stages layers, format, tidy): clang-format-14, clang-tidy-14 (with
+               run-clang-tidy-14), python3; no Python packages
   --check      install nothing; list what is missing and exit 1 if anything is
   -h, --help   this text
 
@@ -44,8 +47,9 @@ purpose="test"
 check_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --for) [[ $# -ge 2 && ( "$2" == run || "$2" == test || "$2" == sanitize ) ]] || sa_die "--for takes run, test or sanitize"; purpose=$2; shift 2 ;;
-    --for=run|--for=test|--for=sanitize) purpose=${1#--for=}; shift ;;
+    --for) [[ $# -ge 2 && ( "$2" == run || "$2" == test || "$2" == sanitize || "$2" == lint ) ]] ||
+             sa_die "--for takes run, test, sanitize or lint"; purpose=$2; shift 2 ;;
+    --for=run|--for=test|--for=sanitize|--for=lint) purpose=${1#--for=}; shift ;;
     --check) check_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) SA_DIE_CODE=2 sa_die "unknown argument '$1' (see --help)" ;;
@@ -121,10 +125,18 @@ if [[ "$purpose" == sanitize ]]; then
   fi
 fi
 
+# --- Repository rules (CI) -------------------------------------------------------------------------
+# Version 14 exactly: another clang-format formats differently, another clang-tidy has other checks.
+if [[ "$purpose" == lint ]]; then
+  have_cmd clang-format-14 || need clang-format-14
+  have_cmd clang-tidy-14 && have_cmd run-clang-tidy-14 || need clang-tidy-14
+  have_cmd python3 || need python3   # scripts/check_layers.py (stdlib only)
+fi
+
 # --- Python -----------------------------------------------------------------------------------------
 need_venv=0
-if [[ "$purpose" == sanitize ]]; then
-  :   # the sanitizer builds need no Python
+if [[ "$purpose" == sanitize || "$purpose" == lint ]]; then
+  :   # the sanitizer builds and the repository rules need no Python packages
 elif ! sa_python "$purpose" --strict >/dev/null; then
   need_venv=1
   if ! have_cmd python3; then

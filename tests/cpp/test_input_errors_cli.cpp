@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 /// The files the rows point at, written once per test process under TempDir.
 const std::string& files() {
   static const std::string dir = [] {
-    const std::string d = ::testing::TempDir() + "/shardaccum_inputs_" + std::to_string(getpid());
+    std::string d = ::testing::TempDir() + "/shardaccum_inputs_" + std::to_string(getpid());
     fs::create_directories(d + "/x.json");  // a directory with a .json name
     auto write = [&](const std::string& name, const std::string& text) {
       std::ofstream(d + "/" + name) << text;

@@ -85,7 +85,9 @@ TEST(Cli, BadFlagsAndValuesNameTheFlag) {
       {{"--frobnicate"}, "--frobnicate"},
   };
   for (const auto& [args, flag] : bad) {
-    const std::string e = error_of<CliError>([&] { cli(args); });
+    // A plain reference for the lambda: clang 14 cannot capture a structured binding.
+    const auto& a = args;
+    const std::string e = error_of<CliError>([&] { cli(a); });
     EXPECT_NE(e.find(flag), std::string::npos) << args[0] << ": " << e;
   }
 }

@@ -151,7 +151,7 @@ TEST(Layouts, LlamaTiedEmbeddings) {
   for (const FlatParam &u : tied.units)
     EXPECT_NE(u.name, "lm_head");
   EXPECT_EQ(tied.units.back().name, "norm");
-  EXPECT_EQ(tied.total_numel(), 6'738'415'616u - 32000u * 4096u);
+  EXPECT_EQ(tied.total_numel(), 6'738'415'616u - uint64_t{32000} * 4096u);
 }
 
 TEST(Layouts, Gpt2UntiedAndInner) {

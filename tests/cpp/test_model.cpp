@@ -8,7 +8,7 @@
 namespace shardaccum {
 namespace {
 
-CasePlan plan_for(Layout l, const char* sched, StrategySpec s, const char* dtype) {
+CasePlan plan_for(Layout l, const char* sched, const StrategySpec& s, const char* dtype) {
   return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype), GenMode::dyadic, 1, "t"};
 }
 

@@ -67,6 +67,9 @@ struct TempDir {
   ~TempDir() {
     if (!path.empty()) std::system(("rm -rf '" + path + "'").c_str());
   }
+  // A copy would remove the folder twice, the second time under a live owner.
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
 };
 
 /// One rank's job: exchange() with these arguments.

@@ -79,7 +79,7 @@ TEST(StrategyMatrix, RandomSchedulesFollowTheDesign) {
     const int world = 1 + static_cast<int>(rng() % 3);
     auto be = make_host_backend({world, 1});
     const auto strategies = default_strategies();
-    const StrategySpec s = strategies[rng() % strategies.size()];
+    const StrategySpec& s = strategies[rng() % strategies.size()];
     const Schedule sched = parse_schedule(modes, k);
     const CasePlan plan{layout, sched, s, parse_dtype_triple(trial % 2 ? "bf16-bf16-fp32" : "fp32-fp32-fp32"),
                         GenMode::dyadic, static_cast<uint64_t>(trial), "t"};
