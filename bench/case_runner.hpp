@@ -38,6 +38,8 @@ class CaseRunner {
   /// that it records_step().
   CaseRunner(Backend& backend, CasePlan plan, trace::TraceRecorder* recorder = nullptr);
   ~CaseRunner();
+  CaseRunner(const CaseRunner&) = delete;  // its drivers refer to its plan
+  CaseRunner& operator=(const CaseRunner&) = delete;
   /// Runs optimizer step `step` on every rank; checks the result against the oracle when `check`.
   /// Throws the failing rank's error (AccumulationError, BackendError) when a rank fails. Under a
   /// multi-process launch this process runs its own ranks and gathers the others' figures, so

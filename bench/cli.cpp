@@ -239,7 +239,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.threads = static_cast<int>(parse_int_flag(threads_s, "--threads", 0, 4 * hw,
+  o.threads = static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
                                               "0 (cores / world size) to " + std::to_string(4 * hw) + " (4x the " +
                                                   std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
@@ -285,7 +285,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
                         int max_world) {
   MatrixAxes a;
   std::vector<std::string> dirs = o.config_dirs;
-  dirs.push_back(SHARDACCUM_CONFIG_DIR);
+  dirs.emplace_back(SHARDACCUM_CONFIG_DIR);
   const auto models = o.models.empty() ? std::vector<std::string>{default_model} : split_list(o.models, "--model");
   for (const auto& m : models) {
     try {

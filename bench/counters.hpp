@@ -58,7 +58,7 @@ const std::vector<CeilingDef>& ceiling_table();
 
 /// nccl-tests' bus bandwidth of a reduce-scatter (doc/PERFORMANCE.md): algbw = input bytes per
 /// rank / time, busbw = algbw * (N-1)/N. `bytes` per rank, `ms` milliseconds; returns GB/s (1e9).
-double reduce_scatter_busbw_gbps(double bytes, double ms, int world_size);
+double reduce_scatter_busbw_gbps(double bytes, double ms, int n);
 
 /// Writes every counter of a case: the tables' counters and model counterparts, nccl_busbw_gbps,
 /// the per-rank step times (and peaks where ranks differ), the oracle's verdict and the ceiling

@@ -89,7 +89,7 @@ int run(int argc, char** argv, RunResources& res) {
   // the cuda backend's pending CPU adds), rather than growing the arena inside a measured step.
   uint64_t pinned_hint = 0;
   for (const auto& c : s.cases)
-    if (!skips.count(c.name())) pinned_hint = std::max(pinned_hint, models.at(c.name()).peak_pinned_bytes);
+    if (!skips.contains(c.name())) pinned_hint = std::max(pinned_hint, models.at(c.name()).peak_pinned_bytes);
   res.pool = std::make_unique<BackendPool>(s.choice, s.opts.threads, s.opts.cupti, s.opts.ceilings == "on", pinned_hint);
   BackendPool& pool = *res.pool;
   pool.set_timeout(s.opts.timeout_s);

@@ -124,7 +124,7 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
                             [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; }),
              args.end());
   if (!reporter) out.clear();  // only rank 0 writes --benchmark_out
-  args.push_back(out.empty() ? "--benchmark_out=" : "--benchmark_out=/dev/null");
+  args.emplace_back(out.empty() ? "--benchmark_out=" : "--benchmark_out=/dev/null");
   if (out.empty()) return plan;
   try {
     // A link is followed (the rename replaces the file it names, not the link); a device or pipe
@@ -165,7 +165,7 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
 
 std::vector<std::string> model_input_files(const BenchOptions& o) {
   std::vector<std::string> dirs = o.config_dirs, files;
-  dirs.push_back(SHARDACCUM_CONFIG_DIR);
+  dirs.emplace_back(SHARDACCUM_CONFIG_DIR);
   for (const auto& value : o.models) {
     size_t start = 0;
     while (start <= value.size()) {  // a flag value may list several models

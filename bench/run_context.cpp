@@ -107,7 +107,7 @@ void add_backend_context(const RunSetup& s, BackendPool& pool) {
                                               "command", "k", "warmup_steps", "measured_steps", "check",
                                               "model", "world_size", "machine"};
     for (const auto& [k, v] : ctx.items())
-      benchmark::AddCustomContext(suite_keys.count(k) ? "backend_" + k : k,
+      benchmark::AddCustomContext(suite_keys.contains(k) ? "backend_" + k : k,
                                   v.is_string() ? v.get<std::string>() : v.dump());
   } catch (const std::exception& e) {
     // A peer may be gone: the process ends without a teardown that could wait for it.

@@ -100,7 +100,7 @@ SA_HD inline float grad_value_at(const GenParams& p, uint64_t i) {
   if (p.mode == GenMode::dyadic) {
     const int r = p.dyadic_max;
     if (w) return static_cast<float>((h & 1) ? p.witness_mag : -p.witness_mag) * 0.125f;
-    const int idx = static_cast<int>(h % (2 * r));  // 0..2r-1 -> -r..-1, 1..r
+    const int idx = static_cast<int>(h % (uint64_t{2} * r));  // 0..2r-1 -> -r..-1, 1..r
     return static_cast<float>(idx < r ? idx - r : idx - r + 1) * 0.125f;
   }
   // 24 random bits -> a float in [-1, 1) with a full fp32 mantissa; witnesses: sign from the

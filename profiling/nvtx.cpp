@@ -82,7 +82,8 @@ PhaseRange::~PhaseRange() {
     trace_->complete(trace::track::kPhases, phase_name(phase_), "phase", begin_, end,
                      {{"bytes", bytes_}});
   } catch (...) {
-    // Out of memory building the args: the event is lost, the step goes on.
+    // Out of memory building the args: the step goes on, and the trace counts the lost event.
+    if (trace_->recorder) trace_->recorder->lost_event();
   }
 }
 
@@ -101,7 +102,8 @@ ScopedRange::~ScopedRange() {
   try {
     trace_->complete(trace::track::kPhases, message_, first_word(message_), begin_, end);
   } catch (...) {
-    // As above: a lost event, never a failed step.
+    // As above: a lost event (counted in the trace), never a failed step.
+    if (trace_->recorder) trace_->recorder->lost_event();
   }
 }
 

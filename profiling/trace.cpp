@@ -97,6 +97,7 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
     evs = events_;
     other = other_;
     if (dropped_) other["dropped_events"] = dropped_;
+    if (const uint64_t lost = lost_.load()) other["lost_events"] = lost;
   }
 
   // Thread ids: one per (rank, track), numbered from 1 in track order within each rank.
@@ -143,6 +144,9 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
   struct XfszRestore {
     bool saved;
     struct sigaction old;
+    XfszRestore(bool s, const struct sigaction& o) : saved(s), old(o) {}
+    XfszRestore(const XfszRestore&) = delete;
+    XfszRestore& operator=(const XfszRestore&) = delete;
     ~XfszRestore() { if (saved) sigaction(SIGXFSZ, &old, nullptr); }
   } xfsz_restore{xfsz_saved, xfsz_old};
   FILE* f = std::fopen(tmp.c_str(), "w");
@@ -203,7 +207,8 @@ void ThreadTrace::complete(std::string_view track, std::string_view name, std::s
     args["case"] = case_name;
     recorder->add_complete(rank, track, name, category, begin, end, std::move(args));
   } catch (...) {
-    // Out of memory while tracing: the event is lost, the measurement goes on.
+    // Out of memory while tracing: the measurement goes on, and the trace counts the lost event.
+    recorder->lost_event();
   }
 }
 

@@ -59,6 +59,7 @@ class TraceRecorder {
   TraceRecorder();
   TraceRecorder(const TraceRecorder&) = delete;
   TraceRecorder& operator=(const TraceRecorder&) = delete;
+  ~TraceRecorder() = default;
 
   Clock::time_point origin() const { return origin_; }
   /// Microseconds from the origin to `t` (negative before the origin).
@@ -88,6 +89,10 @@ class TraceRecorder {
   /// Events kept at most (about 3 GB in memory); later ones are counted in otherData.
   static constexpr size_t kMaxEvents = 2'000'000;
 
+  /// An event that could not be recorded (out of memory while building it): counted, and written
+  /// as otherData's lost_events, so a trace with holes says so. Thread-safe.
+  void lost_event() noexcept { lost_.fetch_add(1, std::memory_order_relaxed); }
+
   /// Number of events so far. Thread-safe.
   size_t size() const;
   /// A copy of the events so far, in the order they were added. Thread-safe.
@@ -102,6 +107,7 @@ class TraceRecorder {
   Clock::time_point origin_;
   std::atomic<uint32_t> first_step_{0}, step_count_{0};
   uint64_t dropped_ = 0;  // events past kMaxEvents (guarded by mu_)
+  std::atomic<uint64_t> lost_{0};  // events lost to an exception while building them
   mutable std::mutex mu_;
   std::vector<TraceEvent> events_;
   nlohmann::json other_ = nlohmann::json::object();

@@ -7,7 +7,8 @@
 
 namespace shardaccum {
 
-Prediction predict(const CasePlan& plan, int n, int host_task_depth) {
+Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
+  const int n = world_size;
   Prediction p;
   const size_t units = plan.layout.units.size();
   const AxisArgs args{units, plan.dtypes};

@@ -77,7 +77,8 @@ class RankBackend : public BufferOwner {
   /// blocking the issuing thread where the backend can (the CPU add then overlaps the copies of
   /// the next units). The default runs it at once. end_step waits for every task; an exception
   /// from a task is rethrown by end_step.
-  virtual void host_task(Event e, std::function<void()> task) {
+  // By value: an override moves it into its queue.
+  virtual void host_task(Event e, std::function<void()> task) {  // NOLINT(performance-unnecessary-value-param)
     host_wait(e);
     task();
   }

@@ -57,6 +57,8 @@ struct Arena {
 class HostRank final : public RankBackend {
  public:
   HostRank(int rank, int world, int threads) : rank_(rank), world_(world), threads_(threads) {}
+  HostRank(const HostRank&) = delete;  // owns its arenas' allocations
+  HostRank& operator=(const HostRank&) = delete;
   ~HostRank() override {
     for (Arena& a : arenas_)
       for (auto& [p, bytes] : a.live) std::free(const_cast<void*>(p));
@@ -256,7 +258,7 @@ class HostRank final : public RankBackend {
   }
   void expect_live(const Buffer& b, const char* op, const char* role) {
     if (!b) throw BackendError(std::string("host backend: ") + op + ": " + role + " is empty");
-    if (!arena(b.space()).live.count(b.data()))
+    if (!arena(b.space()).live.contains(b.data()))
       throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
                          " is not a live buffer of rank " + std::to_string(rank_) + " (freed?)");
   }
