@@ -11,8 +11,8 @@
 namespace shardaccum {
 
 struct BackendChoice {
-  std::string name;   // "host" or "cuda"
-  std::string why;    // e.g. "auto: no GPU visible (CUDA backend not built)"
+  std::string name;  // "host" or "cuda"
+  std::string why;   // e.g. "auto: no GPU visible (CUDA backend not built)"
   int max_world = 1024;
   int default_world = 2;
   std::string default_model = "uniform:8x1M";
@@ -31,7 +31,8 @@ class BackendPool {
   /// `pinned_hint`: pinned bytes per rank that the largest case needs (the model's peak), so the
   /// cuda backend pins them once, up front, instead of growing its arena inside a measured step.
   /// `cupti`: "on" (MEMCPY records), "kernels" (and kernel records) or "off".
-  BackendPool(BackendChoice choice, int host_threads, std::string cupti, bool ceilings, uint64_t pinned_hint);
+  BackendPool(BackendChoice choice, int host_threads, std::string cupti, bool ceilings,
+              uint64_t pinned_hint);
   /// The backend with `world_size` ranks, created on first use. Only one cuda world lives at a
   /// time (the previous is destroyed first), so GPU memory is not held twice.
   Backend& get(int world_size);

@@ -8,8 +8,8 @@ namespace shardaccum {
 
 namespace {
 
-void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& model, const SuiteSettings& s,
-              Progress& progress) {
+void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& model,
+              const SuiteSettings& s, Progress& progress) {
   bool ok = false;
   try {
     if (const auto it = s.skip.find(spec.name()); it != s.skip.end()) {
@@ -25,7 +25,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
       b.device_free_bytes = least_device_free(backend);
       b.host_available_bytes = 0;  // checked before the backend started
       if (const auto why = fit_problem(spec, model, b)) {
-        if (progress.rank() == 0) std::fprintf(stderr, "shardaccum_bench: %s %s\n", spec.name().c_str(), why->c_str());
+        if (progress.rank() == 0)
+          std::fprintf(stderr, "shardaccum_bench: %s %s\n", spec.name().c_str(), why->c_str());
         st.SkipWithError(why->c_str());
         progress.case_done(spec.name(), false);
         return;
@@ -34,7 +35,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     CaseRunner runner(backend, spec.plan(), s.recorder);
     uint32_t step = 0;
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
-    CaseTotals t(spec.world_size);  // the max over ranks and every rank's own (gathered across processes)
+    CaseTotals t(
+        spec.world_size);  // the max over ranks and every rank's own (gathered across processes)
     CaseVerdict verdict(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
     for (auto _ : st) {
       // The check runs after the step's end_step (StepDriver::run_step): outside its timed window.
@@ -46,7 +48,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     }
     write_counters(st.counters, t, model, backend.ceilings(), verdict, spec.world_size);
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
-                (verdict.correct() ? "correct" : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())));
+                (verdict.correct() ? "correct"
+                                   : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())));
     ok = true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());
@@ -58,7 +61,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
 
 }  // namespace
 
-void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings, Progress& progress) {
+void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings,
+                    Progress& progress) {
   progress.set_total(cases.size());
   for (const CaseSpec& spec : cases) {
     const Prediction model = settings.models.at(spec.name());

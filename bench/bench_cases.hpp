@@ -1,6 +1,7 @@
 #pragma once
 // Registers the case matrix as Google Benchmark cases (manual time, one iteration per measured
-// step) and writes their counters: measured per step beside the model's prediction (docs/DESIGN.md §7).
+// step) and writes their counters: measured per step beside the model's prediction (docs/DESIGN.md
+// §7).
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct SuiteSettings {
 /// and an estimate of the time left go to stderr through `progress` (owned by the caller, which
 /// must outlive the run) as each case ends. Throws std::out_of_range for a case without a
 /// prediction in settings.models.
-void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings, Progress& progress);
+void register_cases(const std::vector<CaseSpec>& cases, const SuiteSettings& settings,
+                    Progress& progress);
 
 }  // namespace shardaccum

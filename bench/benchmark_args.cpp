@@ -12,7 +12,8 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
   return {};
 }
 
-std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases, const std::vector<std::string>& args) {
+std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases,
+                                             const std::vector<std::string>& args) {
   std::vector<std::string> run_names;
   try {
     std::string filter = flag_value(args, "--benchmark_filter");

@@ -14,7 +14,8 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
 
 /// The names of `cases` that --benchmark_filter in `args` keeps (a leading '-' negates; empty or
 /// "all" keeps every case; a regex GB would refuse keeps every case too, GB then reports it).
-std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases, const std::vector<std::string>& args);
+std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases,
+                                             const std::vector<std::string>& args);
 
 /// Case runs the progress line counts down: `runs` x --benchmark_repetitions (at least 1).
 size_t case_runs(size_t runs, const std::vector<std::string>& args);

@@ -27,8 +27,9 @@ std::string MatrixPart::text() const { return std::to_string(index) + "/" + std:
 
 MatrixPart parse_part(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return std::invalid_argument("--part '" + text + "': " + why +
-                                 " (give I/N with 1 <= I <= N, e.g. --part 2/3 for the second of three slices)");
+    return std::invalid_argument(
+        "--part '" + text + "': " + why +
+        " (give I/N with 1 <= I <= N, e.g. --part 2/3 for the second of three slices)");
   };
   const size_t slash = text.find('/');
   if (slash == std::string::npos) throw bad("expected I/N");
@@ -47,15 +48,17 @@ MatrixPart parse_part(const std::string& text) {
 std::pair<size_t, size_t> part_range(size_t total, const MatrixPart& part) {
   const auto n = static_cast<size_t>(part.count), i = static_cast<size_t>(part.index);
   if (n > total)
-    throw std::invalid_argument("--part " + part.text() + ": the matrix has only " + std::to_string(total) +
-                                " case" + (total == 1 ? "" : "s") + ", so some of " + std::to_string(n) +
+    throw std::invalid_argument("--part " + part.text() + ": the matrix has only " +
+                                std::to_string(total) + " case" + (total == 1 ? "" : "s") +
+                                ", so some of " + std::to_string(n) +
                                 " slices would be empty; give N <= " + std::to_string(total));
   return {(i - 1) * total / n, i * total / n};
 }
 
 std::vector<CaseSpec> select_part(const std::vector<CaseSpec>& cases, const MatrixPart& part) {
   const auto [b, e] = part_range(cases.size(), part);
-  return {cases.begin() + static_cast<std::ptrdiff_t>(b), cases.begin() + static_cast<std::ptrdiff_t>(e)};
+  return {cases.begin() + static_cast<std::ptrdiff_t>(b),
+          cases.begin() + static_cast<std::ptrdiff_t>(e)};
 }
 
 }  // namespace shardaccum

@@ -13,8 +13,9 @@ namespace shardaccum {
 /// Case name -> its prediction.
 using CasePredictions = std::map<std::string, Prediction>;
 
-/// predict() of every case with `host_task_depth` (the backend's pending CPU adds: kCudaHostTaskDepth
-/// on the cuda backend, 0 on the host backend). Throws std::invalid_argument as predict() does.
+/// predict() of every case with `host_task_depth` (the backend's pending CPU adds:
+/// kCudaHostTaskDepth on the cuda backend, 0 on the host backend). Throws std::invalid_argument as
+/// predict() does.
 CasePredictions predict_cases(const std::vector<CaseSpec>& cases, int host_task_depth);
 
 }  // namespace shardaccum

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "profiling/trace.hpp"
@@ -15,7 +15,8 @@ namespace shardaccum {
 CheckMode parse_check_mode(const std::string& s) {
   if (s == "every") return CheckMode::every;
   if (s == "last") return CheckMode::last;
-  throw std::invalid_argument("--check '" + s + "': expected every (check each measured step) or last");
+  throw std::invalid_argument("--check '" + s +
+                              "': expected every (check each measured step) or last");
 }
 
 const char* check_mode_name(CheckMode m) { return m == CheckMode::every ? "every" : "last"; }
@@ -24,16 +25,19 @@ bool checks_step(CheckMode mode, int index, int steps) {
   return mode == CheckMode::every || index + 1 == steps;
 }
 
-
 CaseRunner::CaseRunner(Backend& backend, CasePlan plan, trace::TraceRecorder* recorder)
-    : backend_(backend), plan_(std::move(plan)), recorder_(recorder), drivers_(backend.world_size()) {
+    : backend_(backend),
+      plan_(std::move(plan)),
+      recorder_(recorder),
+      drivers_(backend.world_size()) {
   backend_.release_cached_memory();  // the previous case's cached fragments
 }
 
 CaseRunner::~CaseRunner() = default;
 
 void CaseRunner::gather_other_processes(StepReport& rep) {
-  static_assert(std::is_trivially_copyable_v<StepMetrics> && std::is_trivially_copyable_v<OracleResult>,
+  static_assert(std::is_trivially_copyable_v<StepMetrics> &&
+                    std::is_trivially_copyable_v<OracleResult>,
                 "the ranks' figures travel between processes as bytes");
   const std::vector<int> local = backend_.local_ranks();
   const int n = backend_.world_size();
@@ -43,16 +47,18 @@ void CaseRunner::gather_other_processes(StepReport& rep) {
   for (int r : local) {
     blobs[r].resize(sizeof(StepMetrics) + oracle_bytes);
     std::memcpy(blobs[r].data(), &rep.per_rank[r], sizeof(StepMetrics));
-    if (oracle_bytes) std::memcpy(blobs[r].data() + sizeof(StepMetrics), &rep.oracle[r], oracle_bytes);
+    if (oracle_bytes)
+      std::memcpy(blobs[r].data() + sizeof(StepMetrics), &rep.oracle[r], oracle_bytes);
   }
   backend_.allgather(blobs);
   for (int r = 0; r < n; ++r) {
     if (blobs[r].size() != sizeof(StepMetrics) + oracle_bytes)
-      throw std::runtime_error("rank " + std::to_string(r) + " sent " + std::to_string(blobs[r].size()) +
-                               " bytes of step figures, expected " +
-                               std::to_string(sizeof(StepMetrics) + oracle_bytes));
+      throw std::runtime_error(
+          "rank " + std::to_string(r) + " sent " + std::to_string(blobs[r].size()) +
+          " bytes of step figures, expected " + std::to_string(sizeof(StepMetrics) + oracle_bytes));
     std::memcpy(&rep.per_rank[r], blobs[r].data(), sizeof(StepMetrics));
-    if (oracle_bytes) std::memcpy(&rep.oracle[r], blobs[r].data() + sizeof(StepMetrics), oracle_bytes);
+    if (oracle_bytes)
+      std::memcpy(&rep.oracle[r], blobs[r].data() + sizeof(StepMetrics), oracle_bytes);
   }
 }
 

@@ -30,7 +30,6 @@ const char* check_mode_name(CheckMode m);
 /// Whether measured step `index` (0-based, of `steps`) is checked under `mode`.
 bool checks_step(CheckMode mode, int index, int steps);
 
-
 class CaseRunner {
  public:
   /// Builds one StepDriver per rank on `backend` (which must have plan.world_size ranks).

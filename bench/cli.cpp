@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <thread>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 #include <unistd.h>
 
 #include "bench/cli_values.hpp"
@@ -22,9 +22,10 @@ template <class Interface>
 std::string axis_help(const std::vector<std::string>& defaults) {
   std::string out = "  " + std::string(Interface::kAxis) + ":\n";
   for (const auto& e : AxisRegistry<Interface>::get().entries()) {
-    const bool in_default = std::find(defaults.begin(), defaults.end(), e.info.name) != defaults.end();
-    out += "    " + e.info.name + (in_default ? "" : " (not in the default matrix)") + ": " + e.info.description +
-           " [" + e.info.follows + "]\n";
+    const bool in_default =
+        std::find(defaults.begin(), defaults.end(), e.info.name) != defaults.end();
+    out += "    " + e.info.name + (in_default ? "" : " (not in the default matrix)") + ": " +
+           e.info.description + " [" + e.info.follows + "]\n";
   }
   return out;
 }
@@ -34,9 +35,11 @@ std::string description() {
   std::string presets;
   for (const PresetInfo& p : PresetRegistry::get().entries())
     presets += "    " + p.name + " = " + p.spec.binding + "/" + p.spec.offload + "/" + p.spec.mode +
-               (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) + ": " + p.follows + "\n";
+               (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) + ": " +
+               p.follows + "\n";
   std::string schedules;
-  for (const CanonicalSchedule& c : kCanonicalSchedules) schedules += "    " + std::string(c.name) + ": " + c.description + "\n";
+  for (const CanonicalSchedule& c : kCanonicalSchedules)
+    schedules += "    " + std::string(c.name) + ": " + c.description + "\n";
   return R"(shardaccum_bench: sharded gradient accumulation, strategy by strategy.
 
 Every case runs one warm-up and --steps measured optimizer steps of K micro-batches on every rank,
@@ -47,7 +50,8 @@ registered value); without the flag an axis takes the default matrix's values.
 Axes (docs/DESIGN.md §3):
   schedule: n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
     strings ending in S (nnnS, nSnS) or canonical names for --k:
-)" + schedules + axis_help<Binding>(d.binding) + axis_help<OffloadPolicy>(d.offload) +
+)" + schedules +
+         axis_help<Binding>(d.binding) + axis_help<OffloadPolicy>(d.offload) +
          axis_help<ModeTracking>(d.mode) + axis_help<Division>(d.division) +
          "  preset (replaces the axis flags):\n" + presets +
          R"(  dtype: grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16.
@@ -67,13 +71,15 @@ void check_all_alone(const std::vector<std::string>& v, const char* flag) {
   if (v.size() > 1 && std::find(v.begin(), v.end(), "all") != v.end()) {
     std::string joined;
     for (const auto& x : v) joined += (joined.empty() ? "" : ",") + x;
-    throw CliError(std::string(flag) + " '" + brief(joined) +
-                   "': `all` cannot be combined with other values; give all alone or list the values");
+    throw CliError(
+        std::string(flag) + " '" + brief(joined) +
+        "': `all` cannot be combined with other values; give all alone or list the values");
   }
 }
 
 /// An axis flag's values: the default matrix's when not given, every registered value for `all`.
-std::vector<std::string> expand(const std::vector<std::string>& values, const std::vector<std::string>& registered,
+std::vector<std::string> expand(const std::vector<std::string>& values,
+                                const std::vector<std::string>& registered,
                                 const std::vector<std::string>& defaults, const char* flag) {
   if (values.empty()) return defaults;
   std::vector<std::string> v = split_list(values, flag);
@@ -82,14 +88,15 @@ std::vector<std::string> expand(const std::vector<std::string>& values, const st
   if (v[0] == "all") return registered;
   for (const auto& x : v)
     if (std::find(registered.begin(), registered.end(), x) == registered.end())
-      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " + joined(registered) +
-                     " or all)");
+      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " +
+                     joined(registered) + " or all)");
   return v;
 }
 
 /// A list flag: one value per occurrence (never the next argument too), repeats add up, and the
 /// commas are split by split_list so that an empty element is an error rather than dropped.
-CLI::Option* add_list(CLI::App& app, const char* name, std::vector<std::string>& v, const std::string& help) {
+CLI::Option* add_list(CLI::App& app, const char* name, std::vector<std::string>& v,
+                      const std::string& help) {
   return app.add_option(name, v, help)
       ->expected(1)
       ->allow_extra_args(false)
@@ -105,10 +112,11 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
     const CLI::Option* opt = app.get_option_no_throw(a);
     if (opt == nullptr || opt->get_items_expected_min() == 0) continue;
     if (i + 1 == args.size())
-      throw CliError(a + " needs a value: give it after the flag (" + a + " VALUE or " + a + "=VALUE)");
+      throw CliError(a + " needs a value: give it after the flag (" + a + " VALUE or " + a +
+                     "=VALUE)");
     if (args[i + 1].rfind("--", 0) == 0)
-      throw CliError(a + " needs a value but is followed by the flag " + brief(args[i + 1]) + ": give " + a +
-                     " VALUE (or " + a + "=VALUE)");
+      throw CliError(a + " needs a value but is followed by the flag " + brief(args[i + 1]) +
+                     ": give " + a + " VALUE (or " + a + "=VALUE)");
     ++i;  // its value
   }
 }
@@ -127,7 +135,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
         a != "--benchmark_list_tests" && a != "--benchmark_counters_tabular" &&
         a != "--benchmark_report_aggregates_only" && a != "--benchmark_display_aggregates_only" &&
         a != "--benchmark_enable_random_interleaving")
-      throw CliError(a + " needs its value after '=' (Google Benchmark's flags are --benchmark_NAME=VALUE)");
+      throw CliError(
+          a + " needs its value after '=' (Google Benchmark's flags are --benchmark_NAME=VALUE)");
     if (a.rfind("--benchmark_repetitions=", 0) == 0 && std::atol(a.c_str() + 24) < 1)
       throw CliError(a + ": give at least 1 repetition");
     if (a.rfind("--benchmark_out_format=", 0) == 0 && a != "--benchmark_out_format=json" &&
@@ -136,17 +145,19 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     // CLI11 reads `--flag=` as "the value is the next argument": an empty value is an error here.
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1)
       throw CliError(a + " has an empty value: give one after '=' (or leave the flag out)");
-    if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
-    else ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
+    if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0)
+      o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
+    else
+      ours.push_back(a);  // reversed: CLI11's parse(vector) expects the arguments last first
   }
 
   CLI::App app{description(), "shardaccum_bench"};
   app.get_formatter()->column_width(34);
   // Integer and seconds flags are read as text and parsed by cli_values.hpp: decimal only, one
   // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
-  std::string k_s = std::to_string(o.k), warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
-              seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
-              trace_steps_s = std::to_string(o.trace_steps),
+  std::string k_s = std::to_string(o.k), warmup_s = std::to_string(o.warmup),
+              steps_s = std::to_string(o.steps), seed_s = std::to_string(o.seed),
+              threads_s = std::to_string(o.threads), trace_steps_s = std::to_string(o.trace_steps),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s));
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
@@ -156,36 +167,55 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
            "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
       ->capture_default_str();
-  app.add_option("--k", k_s,
-                 "Micro-batches per step for canonical schedule names (given with a literal schedule, "
-                 "it must match its length)")
-      ->capture_default_str()->type_name("INT");
+  app.add_option(
+         "--k", k_s,
+         "Micro-batches per step for canonical schedule names (given with a literal schedule, "
+         "it must match its length)")
+      ->capture_default_str()
+      ->type_name("INT");
   const DefaultMatrix& dm = default_matrix();
-  add_list(app, "--binding", o.bindings, joined(BindingRegistry::get().names()) + " or all. Default: " + joined(dm.binding));
-  add_list(app, "--offload", o.offloads, joined(OffloadRegistry::get().names()) + " or all. Default: " + joined(dm.offload));
-  add_list(app, "--mode", o.modes, joined(ModeRegistry::get().names()) + " or all. Default: " + joined(dm.mode));
+  add_list(app, "--binding", o.bindings,
+           joined(BindingRegistry::get().names()) + " or all. Default: " + joined(dm.binding));
+  add_list(app, "--offload", o.offloads,
+           joined(OffloadRegistry::get().names()) + " or all. Default: " + joined(dm.offload));
+  add_list(app, "--mode", o.modes,
+           joined(ModeRegistry::get().names()) + " or all. Default: " + joined(dm.mode));
   add_list(app, "--division", o.divisions,
            joined(DivisionRegistry::get().names()) + " or all. Default: " + joined(dm.division));
-  add_list(app, "--preset", o.presets, joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
+  add_list(app, "--preset", o.presets,
+           joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
   add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")
       ->capture_default_str();
-  app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")->capture_default_str();
-  app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
-      ->capture_default_str()->type_name("INT");
-  app.add_option("--steps", steps_s, "Measured steps per case")
-      ->capture_default_str()->type_name("INT");
-  app.add_option("--check", o.check, "Measured steps the oracle checks (outside the timed window): every or last")
+  app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")
       ->capture_default_str();
-  app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")->capture_default_str();
+  app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
+      ->capture_default_str()
+      ->type_name("INT");
+  app.add_option("--steps", steps_s, "Measured steps per case")
+      ->capture_default_str()
+      ->type_name("INT");
+  app.add_option("--check", o.check,
+                 "Measured steps the oracle checks (outside the timed window): every or last")
+      ->capture_default_str();
+  app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")
+      ->capture_default_str();
   app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
-      ->capture_default_str()->type_name("UINT");
-  app.add_option("--threads", threads_s, "Host threads per rank for CPU adds (0: cores / world size)")
-      ->capture_default_str()->type_name("INT");
-  app.add_option("--cupti", o.cupti, "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records (slows NCCL "
-                 "kernels, see README); off: the backend's own accounting (cuda)")->capture_default_str();
-  app.add_option("--trace-steps", trace_steps_s,
-                 "Measured steps per case that --trace records (0: all; 1: the step the report draws)")
-      ->capture_default_str()->type_name("INT");
+      ->capture_default_str()
+      ->type_name("UINT");
+  app.add_option("--threads", threads_s,
+                 "Host threads per rank for CPU adds (0: cores / world size)")
+      ->capture_default_str()
+      ->type_name("INT");
+  app.add_option("--cupti", o.cupti,
+                 "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
+                 "(slows NCCL "
+                 "kernels, see README); off: the backend's own accounting (cuda)")
+      ->capture_default_str();
+  app.add_option(
+         "--trace-steps", trace_steps_s,
+         "Measured steps per case that --trace records (0: all; 1: the step the report draws)")
+      ->capture_default_str()
+      ->type_name("INT");
   app.add_option("--trace", o.trace,
                  "Write a Perfetto/Chrome trace JSON of every case's measured steps (NVTX "
                  "phases per rank, the backend's ops per stream) to this file");
@@ -193,22 +223,31 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "on or off: measure the copy/NCCL/add ceilings at backend start (cuda; off "
                  "under scripts/profile.sh so that nsys sees only the cases' copies)")
       ->capture_default_str();
-  app.add_option("--launcher", o.launcher,
-                 "threads: one process, a thread per GPU; env: one process per GPU from torchrun, srun or "
-                 "mpirun (RANK/WORLD_SIZE/LOCAL_RANK, SLURM_*, OMPI_COMM_WORLD_*); auto: env when such a "
-                 "launch of 2+ processes is detected")->capture_default_str();
-  app.add_option("--rendezvous", o.rendezvous,
-                 "How the processes of --launcher env get NCCL's unique id: file:PATH (a fresh path on a "
-                 "shared file system) or tcp:HOST:PORT (rank 0 listens). Default: tcp at MASTER_ADDR and "
-                 "MASTER_PORT (MASTER_PORT+1 under torchrun, whose store holds MASTER_PORT)");
-  app.add_option("--timeout", timeout_str,
-                 "Seconds before a rank that never arrives, a dead peer or a stuck collective ends the run "
-                 "with an error")->capture_default_str()->type_name("FLOAT");
+  app.add_option(
+         "--launcher", o.launcher,
+         "threads: one process, a thread per GPU; env: one process per GPU from torchrun, srun or "
+         "mpirun (RANK/WORLD_SIZE/LOCAL_RANK, SLURM_*, OMPI_COMM_WORLD_*); auto: env when such a "
+         "launch of 2+ processes is detected")
+      ->capture_default_str();
+  app.add_option(
+      "--rendezvous", o.rendezvous,
+      "How the processes of --launcher env get NCCL's unique id: file:PATH (a fresh path on a "
+      "shared file system) or tcp:HOST:PORT (rank 0 listens). Default: tcp at MASTER_ADDR and "
+      "MASTER_PORT (MASTER_PORT+1 under torchrun, whose store holds MASTER_PORT)");
+  app.add_option(
+         "--timeout", timeout_str,
+         "Seconds before a rank that never arrives, a dead peer or a stuck collective ends the run "
+         "with an error")
+      ->capture_default_str()
+      ->type_name("FLOAT");
   app.add_option("--config-dir", o.config_dirs, "Extra directories searched for model configs")
-      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--part", o.part,
-                 "I/N: run only the I-th of N contiguous, near-equal slices of the case matrix (a long job "
-                 "over several commands; join the JSON with scripts/merge.py)");
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option(
+      "--part", o.part,
+      "I/N: run only the I-th of N contiguous, near-equal slices of the case matrix (a long job "
+      "over several commands; join the JSON with scripts/merge.py)");
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
   app.add_flag("--describe-registry", o.describe_registry,
                "Print the registry (axis values, presets, canonical schedules) as JSON, then exit");
@@ -223,8 +262,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     throw CliError(std::string(e.what()) + " (see --help)");
   }
   o.k_given = app.count("--k") > 0;
-  o.k = static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,
-                                        "1.." + std::to_string(kMaxMicroBatches) + " micro-batches"));
+  o.k =
+      static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,
+                                      "1.." + std::to_string(kMaxMicroBatches) + " micro-batches"));
   o.steps = static_cast<int>(parse_int_flag(steps_s, "--steps", 1, 1000, "1..1000 measured steps"));
   o.warmup = static_cast<int>(parse_int_flag(warmup_s, "--warmup", 0, 1000, "0..1000"));
   o.seed = parse_u64_flag(seed_s, "--seed", "0..18446744073709551615 (2^64-1) in decimal");
@@ -234,14 +274,17 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
     throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
   if (o.check != "every" && o.check != "last")
-    throw CliError("--check '" + o.check + "': expected every (each measured step) or last (the last one)");
-  if (o.gen != "dyadic" && o.gen != "random") throw CliError("--gen '" + o.gen + "': expected dyadic or random");
+    throw CliError("--check '" + o.check +
+                   "': expected every (each measured step) or last (the last one)");
+  if (o.gen != "dyadic" && o.gen != "random")
+    throw CliError("--gen '" + o.gen + "': expected dyadic or random");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.threads = static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
-                                              "0 (cores / world size) to " + std::to_string(4 * hw) + " (4x the " +
-                                                  std::to_string(hw) + " hardware threads)"));
+  o.threads =
+      static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
+                                      "0 (cores / world size) to " + std::to_string(4 * hw) +
+                                          " (4x the " + std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
@@ -250,34 +293,35 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     throw CliError(std::string("--timeout ") + v + ": give 1..86400 seconds");
   }
   if (!o.part.empty()) try {
-    o.part_slice = parse_part(o.part);
-  } catch (const std::invalid_argument& e) {
-    throw CliError(e.what());
-  }
+      o.part_slice = parse_part(o.part);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
   for (const auto& d : o.config_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(d, ec))
-      throw CliError("--config-dir " + brief(d) + ": not a directory; give an existing directory of model "
+      throw CliError("--config-dir " + brief(d) +
+                     ": not a directory; give an existing directory of model "
                      "configs (NAME.json)");
   }
   if (o.ceilings != "on" && o.ceilings != "off")
     throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
   if (!o.trace.empty()) try {
-    namespace fs = std::filesystem;
-    const fs::path p(o.trace);
-    const fs::path dir = p.parent_path();
-    if (!dir.empty() && !fs::is_directory(dir))
-      throw CliError("--trace " + o.trace + ": directory '" + dir.string() +
-                     "' does not exist (create it first)");
-    if (fs::is_directory(p) || p.filename().empty())
-      throw CliError("--trace " + o.trace +
-                     ": is a directory; give a file name such as trace.json");
-    if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
-      throw CliError("--trace " + o.trace + ": directory '" + (dir.empty() ? "." : dir.string()) +
-                     "' is not writable");
-  } catch (const std::filesystem::filesystem_error& e) {  // permissions, a link loop
-    throw CliError("--trace " + o.trace + ": cannot use that path: " + e.what());
-  }
+      namespace fs = std::filesystem;
+      const fs::path p(o.trace);
+      const fs::path dir = p.parent_path();
+      if (!dir.empty() && !fs::is_directory(dir))
+        throw CliError("--trace " + o.trace + ": directory '" + dir.string() +
+                       "' does not exist (create it first)");
+      if (fs::is_directory(p) || p.filename().empty())
+        throw CliError("--trace " + o.trace +
+                       ": is a directory; give a file name such as trace.json");
+      if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+        throw CliError("--trace " + o.trace + ": directory '" + (dir.empty() ? "." : dir.string()) +
+                       "' is not writable");
+    } catch (const std::filesystem::filesystem_error& e) {  // permissions, a link loop
+      throw CliError("--trace " + o.trace + ": cannot use that path: " + e.what());
+    }
   return true;
 }
 
@@ -286,7 +330,8 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   MatrixAxes a;
   std::vector<std::string> dirs = o.config_dirs;
   dirs.emplace_back(SHARDACCUM_CONFIG_DIR);
-  const auto models = o.models.empty() ? std::vector<std::string>{default_model} : split_list(o.models, "--model");
+  const auto models =
+      o.models.empty() ? std::vector<std::string>{default_model} : split_list(o.models, "--model");
   for (const auto& m : models) {
     try {
       a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));
@@ -296,9 +341,11 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   }
   if (o.world_sizes.empty()) a.world_sizes = {default_world};
   for (const auto& w : split_list(o.world_sizes, "--world-size")) {
-    const int n = static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
+    const int n =
+        static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
     if (n > max_world)
-      throw CliError("--world-size " + w + ": this backend has at most " + std::to_string(max_world) +
+      throw CliError("--world-size " + w + ": this backend has at most " +
+                     std::to_string(max_world) +
                      " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
     a.world_sizes.push_back(n);
   }
@@ -308,7 +355,8 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   for (const auto& s : scheds) {
     try {
       if (s == "all")
-        for (const CanonicalSchedule& c : kCanonicalSchedules) a.schedules.push_back(canonical_schedule(c.name, o.k));
+        for (const CanonicalSchedule& c : kCanonicalSchedules)
+          a.schedules.push_back(canonical_schedule(c.name, o.k));
       else
         a.schedules.push_back(parse_schedule(s, o.k));
     } catch (const std::invalid_argument& e) {
@@ -316,27 +364,32 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     }
     // A literal's length is its K: an explicit --k that disagrees would otherwise be ignored.
     if (o.k_given && a.schedules.back().k() != o.k)
-      throw CliError("--k " + std::to_string(o.k) + " but --schedule " + brief(s) + " has " +
-                     std::to_string(a.schedules.back().k()) +
-                     " micro-batches: a literal schedule fixes K; leave --k out or give a literal of " +
-                     std::to_string(o.k) + " letters");
+      throw CliError(
+          "--k " + std::to_string(o.k) + " but --schedule " + brief(s) + " has " +
+          std::to_string(a.schedules.back().k()) +
+          " micro-batches: a literal schedule fixes K; leave --k out or give a literal of " +
+          std::to_string(o.k) + " letters");
   }
-  const bool axes_given = !o.bindings.empty() || !o.offloads.empty() || !o.modes.empty() || !o.divisions.empty();
+  const bool axes_given =
+      !o.bindings.empty() || !o.offloads.empty() || !o.modes.empty() || !o.divisions.empty();
   if (!o.presets.empty() && axes_given)
-    throw CliError("--preset replaces --binding/--offload/--mode/--division: give either presets or the axes");
+    throw CliError(
+        "--preset replaces --binding/--offload/--mode/--division: give either presets or the axes");
   if (!o.presets.empty()) {
     for (const auto& p : expand(o.presets, PresetRegistry::get().names(), {}, "--preset"))
       a.strategies.push_back(preset(p));
   } else {
     const DefaultMatrix& d = default_matrix();
-    a.strategies = strategy_product(expand(o.bindings, BindingRegistry::get().names(), d.binding, "--binding"),
-                                    expand(o.offloads, OffloadRegistry::get().names(), d.offload, "--offload"),
-                                    expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
-                                    expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
+    a.strategies = strategy_product(
+        expand(o.bindings, BindingRegistry::get().names(), d.binding, "--binding"),
+        expand(o.offloads, OffloadRegistry::get().names(), d.offload, "--offload"),
+        expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
+        expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
   }
   std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
   check_all_alone(dtypes, "--dtype");
-  if (dtypes == std::vector<std::string>{"all"}) dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
+  if (dtypes == std::vector<std::string>{"all"})
+    dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
   for (const auto& d : dtypes) {
     try {
       a.dtypes.push_back(parse_dtype_triple(d));

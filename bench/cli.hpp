@@ -26,12 +26,12 @@ struct BenchOptions {
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   std::string cupti = "on";
-  std::string trace;                        // --trace FILE.json: the built-in trace; empty: none
-  int trace_steps = 0;                      // --trace-steps N: measured steps traced per case; 0: all
-  std::string ceilings = "on";              // --ceilings off: skip the cuda backend's ceilings
-  std::string launcher = "auto";            // threads | env | auto (bench/launcher.hpp)
-  std::string rendezvous;                   // file:PATH | tcp:HOST:PORT; empty: MASTER_ADDR/PORT
-  double timeout_s = 300;                   // a rank that never arrives or a stuck collective
+  std::string trace;              // --trace FILE.json: the built-in trace; empty: none
+  int trace_steps = 0;            // --trace-steps N: measured steps traced per case; 0: all
+  std::string ceilings = "on";    // --ceilings off: skip the cuda backend's ceilings
+  std::string launcher = "auto";  // threads | env | auto (bench/launcher.hpp)
+  std::string rendezvous;         // file:PATH | tcp:HOST:PORT; empty: MASTER_ADDR/PORT
+  double timeout_s = 300;         // a rank that never arrives or a stuck collective
   std::vector<std::string> config_dirs;
   std::string part;                         // --part I/N as given; empty: the whole matrix
   MatrixPart part_slice;                    // --part parsed (bench/case_matrix.hpp); 1/1 by default

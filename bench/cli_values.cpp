@@ -19,8 +19,9 @@ std::vector<std::string> split_list(const std::vector<std::string>& values, cons
     while (true) {
       const size_t e = std::min(s.find(',', b), s.size());
       if (e == b)
-        throw CliError(std::string(flag) + " '" + brief(s) +
-                       "': an empty element; give a comma-separated list without empty items (e.g. a,b)");
+        throw CliError(
+            std::string(flag) + " '" + brief(s) +
+            "': an empty element; give a comma-separated list without empty items (e.g. a,b)");
       out.push_back(s.substr(b, e - b));
       if (e == s.size()) break;
       b = e + 1;
@@ -37,14 +38,16 @@ bool is_decimal_integer(const std::string& s) {
   return s.size() > start && s.find_first_not_of("0123456789", start) == std::string::npos;
 }
 
-[[noreturn]] void not_decimal(const std::string& s, const char* flag, const char* what, const std::string& give) {
+[[noreturn]] void not_decimal(const std::string& s, const char* flag, const char* what,
+                              const std::string& give) {
   throw CliError(std::string(flag) + " '" + brief(s) + "': not a " + what +
                  " (hex, '+' and exponents are not accepted); give " + give);
 }
 
 }  // namespace
 
-int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi, const std::string& give) {
+int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi,
+                       const std::string& give) {
   if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);

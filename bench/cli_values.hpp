@@ -20,7 +20,8 @@ std::vector<std::string> split_list(const std::vector<std::string>& values, cons
 /// Parses all of `s` as a decimal integer (digits, an optional leading '-') in [lo, hi].
 /// Hex, octal prefixes, '+', exponents and spaces are refused, for every integer flag alike.
 /// Throws CliError "FLAG 'S': ..." ending in "; give " + `give` (e.g. "1..4096 micro-batches").
-int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi, const std::string& give);
+int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi,
+                       const std::string& give);
 
 /// parse_int_flag for a full-range unsigned value, 0..2^64-1 (--seed).
 uint64_t parse_u64_flag(const std::string& s, const char* flag, const std::string& give);

@@ -22,9 +22,9 @@ bool phase_gbps(const CaseTotals& t, int, double& out) {
 }
 
 double nccl_busbw(const CaseTotals& t, int world_size) {
-  return reduce_scatter_busbw_gbps(t.per_step(static_cast<double>(t.sum.nccl_input_bytes)),
-                                   t.per_step(t.sum.phase_ms[static_cast<int>(Phase::reduce_scatter)]),
-                                   world_size);
+  return reduce_scatter_busbw_gbps(
+      t.per_step(static_cast<double>(t.sum.nccl_input_bytes)),
+      t.per_step(t.sum.phase_ms[static_cast<int>(Phase::reduce_scatter)]), world_size);
 }
 
 bool nccl_gbps(const CaseTotals& t, int world_size, double& out) {
@@ -42,7 +42,8 @@ double field(const StepMetrics& m) {
 void CaseTotals::add(const StepMetrics& max, const std::vector<StepMetrics>& per_rank) {
   const auto plus = [](auto a, auto b) { return a + b; };
   sum.fold(max, plus);
-  for (size_t r = 0; r < rank_sum.size() && r < per_rank.size(); ++r) rank_sum[r].fold(per_rank[r], plus);
+  for (size_t r = 0; r < rank_sum.size() && r < per_rank.size(); ++r)
+    rank_sum[r].fold(per_rank[r], plus);
   ++steps;
 }
 
@@ -57,10 +58,12 @@ const std::vector<CounterDef>& counter_table() {
       {"h2d_ms", "ms", K::per_step, phase_of<Phase::h2d>},
       {"d2h_ms", "ms", K::per_step, phase_of<Phase::d2h>},
       {"finalize_ms", "ms", K::per_step, phase_of<Phase::finalize>},
-      {"h2d_bytes", "bytes", K::per_step, field<&StepMetrics::h2d_bytes>, false, "model_h2d_bytes", &Prediction::h2d_bytes},
-      {"d2h_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_bytes>, false, "model_d2h_bytes", &Prediction::d2h_bytes},
-      {"nccl_input_bytes", "bytes", K::per_step, field<&StepMetrics::nccl_input_bytes>, false, "model_nccl_input_bytes",
-       &Prediction::nccl_input_bytes},
+      {"h2d_bytes", "bytes", K::per_step, field<&StepMetrics::h2d_bytes>, false, "model_h2d_bytes",
+       &Prediction::h2d_bytes},
+      {"d2h_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_bytes>, false, "model_d2h_bytes",
+       &Prediction::d2h_bytes},
+      {"nccl_input_bytes", "bytes", K::per_step, field<&StepMetrics::nccl_input_bytes>, false,
+       "model_nccl_input_bytes", &Prediction::nccl_input_bytes},
       {"reduce_scatter_calls", "calls", K::per_step, field<&StepMetrics::reduce_scatter_calls>},
       {"accumulate_bytes", "bytes", K::per_step, field<&StepMetrics::accumulate_bytes>},
       {"cpu_add_bytes", "bytes", K::per_step, field<&StepMetrics::cpu_add_bytes>},
@@ -70,23 +73,26 @@ const std::vector<CounterDef>& counter_table() {
       {"nccl_kernel_ms", "ms", K::per_step, field<&StepMetrics::nccl_kernel_ms>, true},
       {"accumulate_kernel_ms", "ms", K::per_step, field<&StepMetrics::accumulate_kernel_ms>, true},
       {"generate_kernel_ms", "ms", K::per_step, field<&StepMetrics::generate_kernel_ms>, true},
-      {"peak_device_bytes", "bytes", K::peak, field<&StepMetrics::peak_device_bytes>, false, "model_peak_device_bytes",
-       &Prediction::peak_device_bytes},
-      {"peak_pinned_bytes", "bytes", K::peak, field<&StepMetrics::peak_pinned_bytes>, false, "model_peak_pinned_bytes",
-       &Prediction::peak_pinned_bytes},
+      {"peak_device_bytes", "bytes", K::peak, field<&StepMetrics::peak_device_bytes>, false,
+       "model_peak_device_bytes", &Prediction::peak_device_bytes},
+      {"peak_pinned_bytes", "bytes", K::peak, field<&StepMetrics::peak_pinned_bytes>, false,
+       "model_peak_pinned_bytes", &Prediction::peak_pinned_bytes},
   };
   return table;
 }
 
 const std::vector<CeilingDef>& ceiling_table() {
   static const std::vector<CeilingDef> table = {
-      {"h2d_frac_ceiling", "ceiling_h2d_gbps", &Ceilings::h2d_gbps, phase_gbps<&StepMetrics::h2d_bytes, Phase::h2d>},
-      {"d2h_frac_ceiling", "ceiling_d2h_gbps", &Ceilings::d2h_gbps, phase_gbps<&StepMetrics::d2h_bytes, Phase::d2h>},
+      {"h2d_frac_ceiling", "ceiling_h2d_gbps", &Ceilings::h2d_gbps,
+       phase_gbps<&StepMetrics::h2d_bytes, Phase::h2d>},
+      {"d2h_frac_ceiling", "ceiling_d2h_gbps", &Ceilings::d2h_gbps,
+       phase_gbps<&StepMetrics::d2h_bytes, Phase::d2h>},
       {"accumulate_frac_ceiling", "ceiling_device_copy_gbps", &Ceilings::device_copy_gbps,
        phase_gbps<&StepMetrics::accumulate_bytes, Phase::accumulate>},
       {"cpu_add_frac_ceiling", "ceiling_host_add_gbps", &Ceilings::host_add_gbps,
        phase_gbps<&StepMetrics::cpu_add_bytes, Phase::cpu_add>},
-      {"nccl_frac_ceiling", "ceiling_reduce_scatter_busbw_gbps", &Ceilings::reduce_scatter_busbw_gbps, nccl_gbps},
+      {"nccl_frac_ceiling", "ceiling_reduce_scatter_busbw_gbps",
+       &Ceilings::reduce_scatter_busbw_gbps, nccl_gbps},
   };
   return table;
 }
@@ -99,7 +105,9 @@ double reduce_scatter_busbw_gbps(double bytes, double ms, int n) {
 void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Prediction& model,
                     const Ceilings& ceilings, const CaseVerdict& verdict, int world_size) {
   // Sums with kAvgIterations: Google Benchmark divides by the iterations, one per measured step.
-  const auto avg = [](double sum) { return benchmark::Counter(sum, benchmark::Counter::kAvgIterations); };
+  const auto avg = [](double sum) {
+    return benchmark::Counter(sum, benchmark::Counter::kAvgIterations);
+  };
   for (const CounterDef& d : counter_table()) {
     if (d.cupti_only && !t.sum.bytes_from_cupti) continue;
     c[d.name] = d.kind == CounterDef::per_step ? avg(d.of(t.sum)) : benchmark::Counter(d.of(t.sum));

@@ -37,8 +37,8 @@ struct CounterDef {
   const char* unit;  // "ms", "bytes", "calls"
   Kind kind;
   double (*of)(const StepMetrics& m);
-  bool cupti_only = false;           // written only when the bytes came from CUPTI
-  const char* model = nullptr;       // the model's counterpart, written beside it
+  bool cupti_only = false;      // written only when the bytes came from CUPTI
+  const char* model = nullptr;  // the model's counterpart, written beside it
   uint64_t Prediction::*model_of = nullptr;
 };
 

@@ -14,7 +14,8 @@ int exit_code(const std::exception& e) {
 int report_error(const std::exception& e) {
   const auto* run = dynamic_cast<const RunError*>(&e);
   std::fprintf(stderr, "shardaccum_bench: %serror: %s\n", run ? run->who().c_str() : "", e.what());
-  if (run && !run->hint().empty()) std::fprintf(stderr, "shardaccum_bench: hint: %s\n", run->hint().c_str());
+  if (run && !run->hint().empty())
+    std::fprintf(stderr, "shardaccum_bench: hint: %s\n", run->hint().c_str());
   return exit_code(e);
 }
 

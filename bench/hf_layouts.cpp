@@ -6,7 +6,7 @@ namespace shardaccum::layout_detail {
 
 // GPT2LMHeadModel (transformers/models/gpt2/modeling_gpt2.py): Conv1D layers carry biases,
 // LayerNorms carry weight and bias, lm_head is tied to wte unless tie_word_embeddings is false.
-Layout layout_gpt2(const json &cfg, std::string name, std::string_view source) {
+Layout layout_gpt2(const json& cfg, std::string name, std::string_view source) {
   Counter c(source);
   const uint64_t d = required_dim(cfg, "n_embd", source);
   const uint64_t layers = required_dim(cfg, "n_layer", source, kMaxLayoutUnits - 3);
@@ -15,11 +15,11 @@ Layout layout_gpt2(const json &cfg, std::string name, std::string_view source) {
   const uint64_t inner = optional_dim(cfg, "n_inner", c.mul(4, d), source);
   const bool tied = optional_flag(cfg, "tie_word_embeddings", true, source);
 
-  const uint64_t layer_norm = c.mul(2, d);                           // weight + bias
-  const uint64_t c_attn = c.add(c.mul(d, c.mul(3, d)), c.mul(3, d)); // qkv: d -> 3d
-  const uint64_t attn_proj = c.add(c.mul(d, d), d);                  // d -> d
-  const uint64_t c_fc = c.add(c.mul(d, inner), inner);               // d -> inner
-  const uint64_t mlp_proj = c.add(c.mul(inner, d), d);               // inner -> d
+  const uint64_t layer_norm = c.mul(2, d);                            // weight + bias
+  const uint64_t c_attn = c.add(c.mul(d, c.mul(3, d)), c.mul(3, d));  // qkv: d -> 3d
+  const uint64_t attn_proj = c.add(c.mul(d, d), d);                   // d -> d
+  const uint64_t c_fc = c.add(c.mul(d, inner), inner);                // d -> inner
+  const uint64_t mlp_proj = c.add(c.mul(inner, d), d);                // inner -> d
   const uint64_t block =
       c.add(c.add(c.add(c.mul(2, layer_norm), c_attn), attn_proj), c.add(c_fc, mlp_proj));
   const uint64_t embed = c.add(c.mul(vocab, d), c.mul(positions, d));
@@ -35,7 +35,7 @@ Layout layout_gpt2(const json &cfg, std::string name, std::string_view source) {
   total = c.add(total, layer_norm);
   layout.units.push_back({"ln_f", layer_norm});
   if (!tied) {
-    const uint64_t head = c.mul(vocab, d); // nn.Linear(n_embd, vocab_size, bias=False)
+    const uint64_t head = c.mul(vocab, d);  // nn.Linear(n_embd, vocab_size, bias=False)
     c.add(total, head);
     layout.units.push_back({"lm_head", head});
   }
@@ -44,7 +44,7 @@ Layout layout_gpt2(const json &cfg, std::string name, std::string_view source) {
 
 // LlamaForCausalLM / MistralForCausalLM (transformers/models/{llama,mistral}/modeling_*.py):
 // RMSNorm has a weight only; q/k/v/o carry biases iff attention_bias, the MLP iff mlp_bias.
-Layout layout_llama(const json &cfg, std::string name, std::string_view source) {
+Layout layout_llama(const json& cfg, std::string name, std::string_view source) {
   Counter c(source);
   const uint64_t d = required_dim(cfg, "hidden_size", source);
   const uint64_t inter = required_dim(cfg, "intermediate_size", source);
@@ -59,7 +59,7 @@ Layout layout_llama(const json &cfg, std::string name, std::string_view source) 
                      "); fix one of them");
   }
   // transformers uses floor division when head_dim is not given.
-  const json *hd = find_field(cfg, "head_dim");
+  const json* hd = find_field(cfg, "head_dim");
   const uint64_t head_dim = hd != nullptr
                                 ? positive_value(*hd, source, "field \"head_dim\"", kMaxLayoutNumel)
                                 : d / heads;
@@ -81,7 +81,7 @@ Layout layout_llama(const json &cfg, std::string name, std::string_view source) 
       c.add(c.add(linear(d, q_out, attn_bias), c.mul(2, linear(d, kv_out, attn_bias))),
             linear(q_out, d, attn_bias));
   const uint64_t mlp = c.add(c.mul(2, linear(d, inter, mlp_bias)), linear(inter, d, mlp_bias));
-  const uint64_t block = c.add(c.add(attn, mlp), c.mul(2, d)); // input + post-attention norms
+  const uint64_t block = c.add(c.add(attn, mlp), c.mul(2, d));  // input + post-attention norms
   const uint64_t embed = c.mul(vocab, d);
 
   Layout layout{std::move(name), {}};
@@ -95,7 +95,7 @@ Layout layout_llama(const json &cfg, std::string name, std::string_view source) 
   total = c.add(total, d);
   layout.units.push_back({"norm", d});
   if (!tied) {
-    c.add(total, embed); // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
+    c.add(total, embed);  // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
     layout.units.push_back({"lm_head", embed});
   }
   return layout;

@@ -10,8 +10,8 @@
 namespace shardaccum::layout_detail {
 
 /// GPT2LMHeadModel: wte+wpe, h.0 .. h.{n_layer-1}, ln_f (+ lm_head when untied).
-Layout layout_gpt2(const nlohmann::json &cfg, std::string name, std::string_view source);
+Layout layout_gpt2(const nlohmann::json& cfg, std::string name, std::string_view source);
 /// LlamaForCausalLM / MistralForCausalLM: embed_tokens, layers.*, norm, lm_head (unless tied).
-Layout layout_llama(const nlohmann::json &cfg, std::string name, std::string_view source);
+Layout layout_llama(const nlohmann::json& cfg, std::string name, std::string_view source);
 
 }  // namespace shardaccum::layout_detail

@@ -19,8 +19,9 @@ const char* lookup(const Getenv& getenv, const char* name) {
 
 [[noreturn]] void bad(const std::string& launcher, const char* name, const std::string& value,
                       const std::string& why) {
-  throw std::invalid_argument(launcher + " environment: " + name + "='" + value + "' " + why +
-                              " (fix the variable, or pass --launcher threads to ignore the launcher's variables)");
+  throw std::invalid_argument(
+      launcher + " environment: " + name + "='" + value + "' " + why +
+      " (fix the variable, or pass --launcher threads to ignore the launcher's variables)");
 }
 
 int parse_int(const std::string& launcher, const char* name, const char* value) {
@@ -35,8 +36,9 @@ int parse_int(const std::string& launcher, const char* name, const char* value) 
 int required_int(const Getenv& getenv, const std::string& launcher, const char* name) {
   const char* v = lookup(getenv, name);
   if (v == nullptr)
-    throw std::invalid_argument(launcher + " environment: " + name +
-                                " is not set (set it, or pass --launcher threads to ignore the launcher's variables)");
+    throw std::invalid_argument(
+        launcher + " environment: " + name +
+        " is not set (set it, or pass --launcher threads to ignore the launcher's variables)");
   return parse_int(launcher, name, v);
 }
 
@@ -107,7 +109,8 @@ LaunchInfo resolve_launcher(const std::string& mode, const Getenv& getenv) {
     looked += looked.empty() ? "" : "; ";
     looked += std::string(n.launcher) + ": " + n.rank + ", " + n.size + ", " + n.local;
   }
-  throw std::invalid_argument("--launcher env: no launcher environment found (looked for " + looked +
+  throw std::invalid_argument("--launcher env: no launcher environment found (looked for " +
+                              looked +
                               "); start with torchrun, srun or mpirun, or use --launcher threads");
 }
 

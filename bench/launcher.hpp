@@ -35,8 +35,8 @@ const char* system_getenv(const char* name);
 /// Throws std::invalid_argument naming the variable and its value when a detected launcher's
 /// variable is missing, is not a decimal integer, or is out of range (0 <= rank < world size,
 /// world size >= 1, local rank >= 0, MASTER_PORT in 1..65535).
-std::optional<LaunchInfo> launch_from_env(
-    const std::function<const char*(const char*)>& getenv = system_getenv);
+std::optional<LaunchInfo>
+launch_from_env(const std::function<const char*(const char*)>& getenv = system_getenv);
 
 /// Resolves --launcher `mode`:
 ///  - "threads": a single process (rank 0 of 1; ranks are threads inside it);

@@ -41,7 +41,8 @@ int list_cases(const RunSetup& s) {
   for (const auto& c : s.cases) std::printf("%s\n", c.name().c_str());
   std::fprintf(stderr, "%zu cases on backend %s", s.cases.size(), s.choice.name.c_str());
   if (s.opts.part_slice.count > 1)
-    std::fprintf(stderr, " (part %s of %zu cases)", s.opts.part_slice.text().c_str(), s.matrix_cases);
+    std::fprintf(stderr, " (part %s of %zu cases)", s.opts.part_slice.text().c_str(),
+                 s.matrix_cases);
   std::fprintf(stderr, "\n");
   return kExitOk;
 }
@@ -54,7 +55,8 @@ std::string run_benchmarks(const RunSetup& s, const RunOutputs& o) {
     return {};
   }
   // Both reporters print NaN (a constant counter's _cv) as null / an empty field / '-'.
-  FiniteReporter display(benchmark::CreateDefaultDisplayReporter(), display_format(s.opts.benchmark_args));
+  FiniteReporter display(benchmark::CreateDefaultDisplayReporter(),
+                         display_format(s.opts.benchmark_args));
   if (o.out.dest.empty()) {
     benchmark::RunSpecifiedBenchmarks(&display);
     return {};
@@ -78,24 +80,29 @@ int run(int argc, char** argv, RunResources& res) {
   for (auto& a : s.opts.benchmark_args) bargv.push_back(a.data());
   int bargc = static_cast<int>(bargv.size());
   benchmark::Initialize(&bargc, bargv.data());
-  if (benchmark::ReportUnrecognizedArguments(bargc, bargv.data())) return kExitUsage;  // GB said why
+  if (benchmark::ReportUnrecognizedArguments(bargc, bargv.data()))
+    return kExitUsage;  // GB said why
 
   // Count what will really run, for the progress line (filter and repetitions applied).
   const std::vector<std::string> run_names = filtered_case_names(s.cases, s.opts.benchmark_args);
   const MemoryBudget budget = run_budget(s.cases, s.choice, s.processes());
   const CasePredictions models = predict_cases(s.cases, budget.host_task_depth);
-  std::map<std::string, std::string> skips = up_front_fit_skips(s.cases, models, budget, s.processes());
+  std::map<std::string, std::string> skips =
+      up_front_fit_skips(s.cases, models, budget, s.processes());
   // Pin, once and up front, what the most demanding case that fits needs (the model's peak, with
   // the cuda backend's pending CPU adds), rather than growing the arena inside a measured step.
   uint64_t pinned_hint = 0;
   for (const auto& c : s.cases)
-    if (!skips.contains(c.name())) pinned_hint = std::max(pinned_hint, models.at(c.name()).peak_pinned_bytes);
-  res.pool = std::make_unique<BackendPool>(s.choice, s.opts.threads, s.opts.cupti, s.opts.ceilings == "on", pinned_hint);
+    if (!skips.contains(c.name()))
+      pinned_hint = std::max(pinned_hint, models.at(c.name()).peak_pinned_bytes);
+  res.pool = std::make_unique<BackendPool>(s.choice, s.opts.threads, s.opts.cupti,
+                                           s.opts.ceilings == "on", pinned_hint);
   BackendPool& pool = *res.pool;
   pool.set_timeout(s.opts.timeout_s);
   if (s.processes())
     join_processes(pool, s.rendezvous, s.launch,
-                   build_hash(run_names, s.opts, flag_value(s.opts.benchmark_args, "--benchmark_repetitions"), skips),
+                   build_hash(run_names, s.opts,
+                              flag_value(s.opts.benchmark_args, "--benchmark_repetitions"), skips),
                    s.opts.timeout_s);
   // One id per process; the reporting rank's is the JSON's and its trace's (report.py checks them).
   const std::string run_id = make_run_id();
@@ -122,7 +129,9 @@ int run(int argc, char** argv, RunResources& res) {
   if (tally.done == 0) {
     if (lists_tests(s.opts.benchmark_args)) return kExitOk;
     throw UsageError("no case ran (does --benchmark_filter match any name? see --list); " +
-                     (res.outputs.out.dest.empty() ? "nothing written" : "left " + res.outputs.out.dest + " as it was"));
+                     (res.outputs.out.dest.empty()
+                          ? "nothing written"
+                          : "left " + res.outputs.out.dest + " as it was"));
   }
   if (!res.outputs.out.dest.empty() && s.reporter()) commit_results(res.outputs, results);
   if (res.recorder) write_trace(*res.recorder, s.opts.trace);

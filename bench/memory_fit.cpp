@@ -28,7 +28,8 @@ struct Need {
 
 Need need_of(const Prediction& p, const MemoryBudget& b, int ranks_per_process) {
   Need n{p.peak_device_bytes, p.peak_pinned_bytes, 0};
-  n.host_process = (b.host_backend ? n.device + n.pinned : n.pinned) * static_cast<uint64_t>(ranks_per_process);
+  n.host_process =
+      (b.host_backend ? n.device + n.pinned : n.pinned) * static_cast<uint64_t>(ranks_per_process);
   return n;
 }
 
@@ -69,7 +70,9 @@ uint64_t least_device_free(Backend& backend) {
   return least == UINT64_MAX ? 0 : least;
 }
 
-uint64_t host_memory_margin(uint64_t available_bytes) { return (2ull << 30) + available_bytes / 20; }
+uint64_t host_memory_margin(uint64_t available_bytes) {
+  return (2ull << 30) + available_bytes / 20;
+}
 
 uint64_t host_memory_available() {
   std::ifstream in("/proc/meminfo");
@@ -82,7 +85,8 @@ uint64_t host_memory_available() {
   return 0;
 }
 
-std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model, const MemoryBudget& b) {
+std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model,
+                                       const MemoryBudget& b) {
   const Need n = need_of(model, b, b.ranks_per_process);
   if (fits(n, b)) return std::nullopt;
 
@@ -99,11 +103,11 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& mode
   // Only the budgets known at this point (the host's is checked before any backend starts).
   std::vector<std::string> has;
   if (b.host_available_bytes)
-    has.push_back(gb(b.host_bytes()) + " of host memory for it (MemAvailable " + gb(b.host_available_bytes) +
-                  " minus a " + gb(b.host_margin_bytes) + " margin)");
+    has.push_back(gb(b.host_bytes()) + " of host memory for it (MemAvailable " +
+                  gb(b.host_available_bytes) + " minus a " + gb(b.host_margin_bytes) + " margin)");
   if (!b.host_backend && b.device_free_bytes)
-    has.push_back(gb(b.device_bytes()) + " of device memory per rank (free " + gb(b.device_free_bytes) +
-                  " minus a " + gb(b.device_margin_bytes) + " margin)");
+    has.push_back(gb(b.device_bytes()) + " of device memory per rank (free " +
+                  gb(b.device_free_bytes) + " minus a " + gb(b.device_margin_bytes) + " margin)");
   for (size_t i = 0; i < has.size(); ++i) m << (i ? " and " : "; the machine has ") << has[i];
   if (!b.host_backend && !b.device_free_bytes) m << " (device memory not known yet: not checked)";
 
@@ -138,7 +142,8 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& mode
     if (fits(nd, b)) would.push_back(std::string("--dtype ") + d + " (" + per_rank(nd, b) + ")");
   }
   if (would.empty()) {
-    m << ". Nothing fits by the model with " << (b.host_backend ? "" : "a --world-size up to 4096, ")
+    m << ". Nothing fits by the model with "
+      << (b.host_backend ? "" : "a --world-size up to 4096, ")
       << "another --offload or a bf16 --dtype: use a smaller --model";
   } else {
     m << ". Would fit, by the model: ";
@@ -147,7 +152,8 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& mode
   return m.str();
 }
 
-MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice, bool processes) {
+MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
+                        bool processes) {
   MemoryBudget budget;
   budget.host_available_bytes = host_memory_available();
   budget.host_margin_bytes = host_memory_margin(budget.host_available_bytes);
@@ -164,8 +170,7 @@ MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice&
     for (const auto& c : cases) w = std::max(w, c.world_size);
     const int gpus = cuda_device_count();
     uint64_t least = UINT64_MAX;
-    for (int d = 0; d < std::min(w, gpus); ++d)
-      least = std::min(least, cuda_device_free_bytes(d));
+    for (int d = 0; d < std::min(w, gpus); ++d) least = std::min(least, cuda_device_free_bytes(d));
     budget.device_free_bytes = least == UINT64_MAX ? 0 : least;
   }
 #else

@@ -25,16 +25,21 @@ inline constexpr uint64_t kDeviceMemoryMargin = 2ull << 30;
 
 /// What the machine can give one case. 0 for a budget means "not known yet" (not checked).
 struct MemoryBudget {
-  uint64_t host_available_bytes = 0;  // /proc/meminfo MemAvailable (not RLIMIT_MEMLOCK: CUDA pins past it)
+  uint64_t host_available_bytes =
+      0;  // /proc/meminfo MemAvailable (not RLIMIT_MEMLOCK: CUDA pins past it)
   uint64_t host_margin_bytes = 0;
-  uint64_t device_free_bytes = 0;     // per rank: the least free after the CUDA context and NCCL start
+  uint64_t device_free_bytes = 0;  // per rank: the least free after the CUDA context and NCCL start
   uint64_t device_margin_bytes = 0;
-  int ranks_per_process = 1;          // threads of this process (--launcher threads: the world size)
-  bool host_backend = false;          // the host backend keeps "device" memory in host memory too
-  int host_task_depth = 0;            // Backend::host_task_depth(): pending CPU adds hold stagings
+  int ranks_per_process = 1;  // threads of this process (--launcher threads: the world size)
+  bool host_backend = false;  // the host backend keeps "device" memory in host memory too
+  int host_task_depth = 0;    // Backend::host_task_depth(): pending CPU adds hold stagings
 
-  uint64_t host_bytes() const { return host_available_bytes > host_margin_bytes ? host_available_bytes - host_margin_bytes : 0; }
-  uint64_t device_bytes() const { return device_free_bytes > device_margin_bytes ? device_free_bytes - device_margin_bytes : 0; }
+  uint64_t host_bytes() const {
+    return host_available_bytes > host_margin_bytes ? host_available_bytes - host_margin_bytes : 0;
+  }
+  uint64_t device_bytes() const {
+    return device_free_bytes > device_margin_bytes ? device_free_bytes - device_margin_bytes : 0;
+  }
 };
 
 /// The least free device memory over every rank of `backend` (after its CUDA context, NCCL and
@@ -50,13 +55,15 @@ uint64_t host_memory_available();
 /// otherwise the message: the figures in GB (1e9 bytes), where they come from, and what would fit
 /// by the same model — a larger --world-size (up to 4096), another --offload, a bf16 --dtype.
 /// A budget of 0 (device_free_bytes or host_available_bytes) is not checked.
-std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model, const MemoryBudget& b);
+std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& model,
+                                       const MemoryBudget& b);
 
 /// The budget of this run before any backend exists: host memory (MemAvailable and its margin),
 /// the backend's pending CPU adds, and on the cuda backend of a one-process run the least free
 /// memory of the devices the largest world uses, with only their primary contexts (a multi-process
 /// launch checks its devices per case, agreed across processes). ranks_per_process is left at 1.
-MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice, bool processes);
+MemoryBudget run_budget(const std::vector<CaseSpec>& cases, const BackendChoice& choice,
+                        bool processes);
 
 /// The cases that cannot fit this machine by the model (name -> message, each also printed to
 /// stderr), decided before any backend exists, so that no arena is pinned for them. `processes`:

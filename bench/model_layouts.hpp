@@ -43,7 +43,7 @@ inline constexpr uint64_t kMaxLayoutUnits = uint64_t{1} << 20;
 /// unreadable file, malformed JSON (nlohmann's parse error text included), and every error that
 /// layout_from_json or the `uniform:` syntax raises (bad or zero count, bad numel or suffix, a
 /// count or numel above kMaxLayoutUnits / kMaxLayoutNumel).
-Layout load_layout(std::string_view spec, const std::vector<std::string> &config_dirs);
+Layout load_layout(std::string_view spec, const std::vector<std::string>& config_dirs);
 
 /// Builds a Layout from parsed JSON; `name` becomes the layout's name.
 ///
@@ -63,6 +63,6 @@ Layout load_layout(std::string_view spec, const std::vector<std::string> &config
 /// Throws std::invalid_argument (message naming `--model`) for an unsupported model_type, a
 /// missing, non-integer or non-positive field, a non-boolean flag, a unit with numel 0, negative,
 /// fractional or above kMaxLayoutNumel, an empty layout, and totals above kMaxLayoutNumel.
-Layout layout_from_json(const nlohmann::json &j, const std::string &name);
+Layout layout_from_json(const nlohmann::json& j, const std::string& name);
 
-} // namespace shardaccum
+}  // namespace shardaccum

@@ -1,6 +1,7 @@
 #pragma once
 // A multi-process launch (--launcher env: one process per GPU): its checks before any work, the
-// hash every rank must agree on, and the rendezvous that joins the processes (bench/rendezvous.hpp).
+// hash every rank must agree on, and the rendezvous that joins the processes
+// (bench/rendezvous.hpp).
 #include <map>
 #include <string>
 #include <vector>
@@ -18,7 +19,8 @@ namespace shardaccum {
 /// process: a given --rendezvous is still parsed (a malformed spec is an error even where unused)
 /// and a note says it is unused. Returns the spec (default for one process). Throws CliError or
 /// std::invalid_argument naming the flag.
-RendezvousSpec setup_launch(const BenchOptions& opts, const LaunchInfo& launch, BackendChoice& choice);
+RendezvousSpec setup_launch(const BenchOptions& opts, const LaunchInfo& launch,
+                            BackendChoice& choice);
 
 /// Under a multi-process launch every --world-size must be its process count (one rank each).
 /// Throws CliError naming --world-size.
@@ -28,8 +30,8 @@ void check_launch_world_sizes(const MatrixAxes& axes, const LaunchInfo& launch);
 /// hash (FNV-1a, 64 bits) of the executable's bytes, the names of the cases that will run, the
 /// settings that change what a step does (`reps`: --benchmark_repetitions as given) and the cases
 /// this process skips as not fitting (`skips`). "HASH/N-cases/M-skipped".
-std::string build_hash(const std::vector<std::string>& run_names, const BenchOptions& o, const std::string& reps,
-                       const std::map<std::string, std::string>& skips);
+std::string build_hash(const std::vector<std::string>& run_names, const BenchOptions& o,
+                       const std::string& reps, const std::map<std::string, std::string>& skips);
 
 /// Before any GPU work: every rank checks through the rendezvous that all run `hash`, and gets
 /// NCCL's unique id from rank 0; the pool then joins the world as this process's rank, on its

@@ -1,6 +1,7 @@
 #pragma once
-// The progress line of a run: "[done/total] done|FAILED CASE (elapsed, about N s left)" on stderr as
-// each case ends, and the tally main reads for its exit status. Owned by main, passed to the cases.
+// The progress line of a run: "[done/total] done|FAILED CASE (elapsed, about N s left)" on stderr
+// as each case ends, and the tally main reads for its exit status. Owned by main, passed to the
+// cases.
 #include <chrono>
 #include <cstddef>
 #include <string>

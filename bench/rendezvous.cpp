@@ -24,8 +24,9 @@ std::string fmt_seconds(double s) {
 std::string os_error(int err) { return std::strerror(err); }
 
 std::string mismatch_message(int rank, const std::string& theirs, const std::string& rank0) {
-  return "rank " + std::to_string(rank) + " runs a different case list or build than rank 0: rank " +
-         std::to_string(rank) + " has build hash '" + theirs + "', rank 0 has '" + rank0 + "'";
+  return "rank " + std::to_string(rank) +
+         " runs a different case list or build than rank 0: rank " + std::to_string(rank) +
+         " has build hash '" + theirs + "', rank 0 has '" + rank0 + "'";
 }
 
 namespace {
@@ -74,23 +75,26 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
           "--rendezvous not given and MASTER_ADDR is not set: give --rendezvous tcp:HOST:PORT or "
           "file:PATH, or set MASTER_ADDR and MASTER_PORT");
     if (launch.master_port < 1 || launch.master_port > 65535)
-      throw std::invalid_argument("--rendezvous not given and MASTER_PORT is not set (MASTER_PORT=" +
-                                  std::to_string(launch.master_port) +
-                                  "): give --rendezvous tcp:HOST:PORT or file:PATH, or set MASTER_PORT");
+      throw std::invalid_argument(
+          "--rendezvous not given and MASTER_PORT is not set (MASTER_PORT=" +
+          std::to_string(launch.master_port) +
+          "): give --rendezvous tcp:HOST:PORT or file:PATH, or set MASTER_PORT");
     out.kind = RendezvousSpec::tcp;
     out.host = launch.master_addr;
     out.port = launch.master_port;
     // Under torchrun the agent's own store listens on MASTER_PORT: the next port is ours.
     if (launch.agent_store) {
       if (out.port == 65535)
-        throw std::invalid_argument("--rendezvous not given and MASTER_PORT is 65535 under torchrun (whose "
-                                    "store holds it): give --rendezvous tcp:HOST:PORT");
+        throw std::invalid_argument(
+            "--rendezvous not given and MASTER_PORT is 65535 under torchrun (whose "
+            "store holds it): give --rendezvous tcp:HOST:PORT");
       ++out.port;
     }
     return out;
   }
   const auto bad = [&](const std::string& why) {
-    const std::string shown = spec.size() <= 120 ? spec : spec.substr(0, 120) + "...";  // quoted short
+    const std::string shown =
+        spec.size() <= 120 ? spec : spec.substr(0, 120) + "...";  // quoted short
     return std::invalid_argument("--rendezvous '" + shown + "': " + why +
                                  " (expected file:PATH or tcp:HOST:PORT)");
   };
@@ -108,7 +112,8 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
   std::string port;
   if (!rest.empty() && rest.front() == '[') {
     const size_t close = rest.find(']');
-    if (close == std::string::npos) throw bad("unclosed '[': write an IPv6 host as [ADDRESS] and close it with ']'");
+    if (close == std::string::npos)
+      throw bad("unclosed '[': write an IPv6 host as [ADDRESS] and close it with ']'");
     out.host = rest.substr(1, close - 1);
     if (rest.size() == close + 1 || rest[close + 1] != ':') throw bad("expected ':PORT' after ']'");
     port = rest.substr(close + 2);
@@ -118,7 +123,8 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
     out.host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
     if (port.find(':') != std::string::npos)
-      throw bad("more than one ':' after the host; an IPv6 host goes in brackets (tcp:[::1]:29600)");
+      throw bad(
+          "more than one ':' after the host; an IPv6 host goes in brackets (tcp:[::1]:29600)");
     if (out.host.find_first_of("[]") != std::string::npos) throw bad("a '[' or ']' in the host");
   }
   if (out.host.empty()) throw bad("empty host");
@@ -131,17 +137,21 @@ RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launc
 }
 
 std::vector<uint8_t> exchange(const RendezvousSpec& spec, const LaunchInfo& launch,
-                              const std::vector<uint8_t>& blob_from_rank0, const std::string& build_hash,
-                              double timeout_s) {
+                              const std::vector<uint8_t>& blob_from_rank0,
+                              const std::string& build_hash, double timeout_s) {
   if (launch.world_size < 1 || launch.rank < 0 || launch.rank >= launch.world_size)
-    throw std::invalid_argument("rendezvous: rank " + std::to_string(launch.rank) + " of world size " +
-                                std::to_string(launch.world_size) + " is out of range");
+    throw std::invalid_argument("rendezvous: rank " + std::to_string(launch.rank) +
+                                " of world size " + std::to_string(launch.world_size) +
+                                " is out of range");
   if (!(timeout_s > 0)) throw std::invalid_argument("rendezvous: timeout must be > 0 s");
-  if (blob_from_rank0.size() > rendezvous::kMaxBlob) throw std::invalid_argument("rendezvous: blob over 1 MiB");
-  if (build_hash.size() > rendezvous::kMaxHash) throw std::invalid_argument("rendezvous: build hash over 64 KiB");
+  if (blob_from_rank0.size() > rendezvous::kMaxBlob)
+    throw std::invalid_argument("rendezvous: blob over 1 MiB");
+  if (build_hash.size() > rendezvous::kMaxHash)
+    throw std::invalid_argument("rendezvous: build hash over 64 KiB");
   if (launch.world_size == 1) return blob_from_rank0;
   const auto deadline =
-      rendezvous::Clock::now() + std::chrono::duration_cast<rendezvous::Clock::duration>(std::chrono::duration<double>(timeout_s));
+      rendezvous::Clock::now() + std::chrono::duration_cast<rendezvous::Clock::duration>(
+                                     std::chrono::duration<double>(timeout_s));
   std::unique_ptr<rendezvous::Transport> transport;
   if (spec.kind == RendezvousSpec::file) {
     if (spec.path.empty()) throw std::invalid_argument("--rendezvous file: empty path");

@@ -1,6 +1,6 @@
 #pragma once
-// Exchanges NCCL's unique id (an opaque blob, 128 bytes for NCCL) from rank 0 to every other process
-// of a multi-process launch, and checks that every rank runs the same case list and build.
+// Exchanges NCCL's unique id (an opaque blob, 128 bytes for NCCL) from rank 0 to every other
+// process of a multi-process launch, and checks that every rank runs the same case list and build.
 // Every wait is bounded by a timeout: a rank that never arrives is an error, never a hang.
 #include <cstdint>
 #include <string>
@@ -20,11 +20,10 @@ struct RendezvousSpec {
 
 /// Parses --rendezvous `spec`: "file:PATH" or "tcp:HOST:PORT" (HOST may be "[v6-address]").
 /// Empty: tcp at `launch`'s MASTER_ADDR:MASTER_PORT, or MASTER_PORT+1 under torchrun (whose agent
-/// store already listens on MASTER_PORT: launch.agent_store). The file PATH must be fresh for each launch
-/// (e.g. include the job id): a stale file from an earlier launch could be read before rank 0
-/// replaces it.
-/// Throws std::invalid_argument naming --rendezvous for a malformed spec, and naming MASTER_ADDR or
-/// MASTER_PORT when the spec is empty and the launcher did not set them.
+/// store already listens on MASTER_PORT: launch.agent_store). The file PATH must be fresh for each
+/// launch (e.g. include the job id): a stale file from an earlier launch could be read before rank
+/// 0 replaces it. Throws std::invalid_argument naming --rendezvous for a malformed spec, and naming
+/// MASTER_ADDR or MASTER_PORT when the spec is empty and the launcher did not set them.
 RendezvousSpec parse_rendezvous(const std::string& spec, const LaunchInfo& launch);
 
 /// Rank 0 publishes `blob_from_rank0` (ignored on the other ranks) and its `build_hash` (a hash of

@@ -41,7 +41,6 @@ bool from_hex(const std::string& s, std::vector<uint8_t>& out) {
   return true;
 }
 
-
 bool read_whole(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -63,11 +62,14 @@ void write_atomically(const std::string& path, const std::string& content) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    throw std::runtime_error("rendezvous: cannot rename " + tmp + " to " + path + ": " + os_error(err));
+    throw std::runtime_error("rendezvous: cannot rename " + tmp + " to " + path + ": " +
+                             os_error(err));
   }
 }
 
-std::string rank_file(const std::string& path, int rank) { return path + ".rank" + std::to_string(rank); }
+std::string rank_file(const std::string& path, int rank) {
+  return path + ".rank" + std::to_string(rank);
+}
 std::string done_file(const std::string& path) { return path + ".done"; }
 
 std::vector<uint8_t> file_rank0(const Exchange& x, const std::vector<uint8_t>& blob) {
@@ -116,9 +118,10 @@ std::vector<uint8_t> file_rank_n(const Exchange& x) {
   std::string content;
   while (!read_whole(spec.path, content)) {
     if (Clock::now() >= deadline)
-      throw std::runtime_error("rendezvous: rank " + std::to_string(launch.rank) + " waited " +
-                               fmt_seconds(timeout_s) + " s for rank 0 to publish " + to_string(spec) +
-                               " (no file appeared; is rank 0 running with the same --rendezvous?)");
+      throw std::runtime_error(
+          "rendezvous: rank " + std::to_string(launch.rank) + " waited " + fmt_seconds(timeout_s) +
+          " s for rank 0 to publish " + to_string(spec) +
+          " (no file appeared; is rank 0 running with the same --rendezvous?)");
     std::this_thread::sleep_for(kPoll);
   }
   const size_t a = content.find('\n');
@@ -134,14 +137,14 @@ std::vector<uint8_t> file_rank_n(const Exchange& x) {
   std::string verdict;
   while (!read_whole(done_file(spec.path), verdict) || verdict.empty()) {
     if (Clock::now() >= deadline + kVerdictGrace)
-      throw std::runtime_error("rendezvous: rank " + std::to_string(launch.rank) + " read " + to_string(spec) +
-                               " but rank 0 gave no verdict (" + done_file(spec.path) + ") within " +
-                               fmt_seconds(timeout_s) + " s");
+      throw std::runtime_error("rendezvous: rank " + std::to_string(launch.rank) + " read " +
+                               to_string(spec) + " but rank 0 gave no verdict (" +
+                               done_file(spec.path) + ") within " + fmt_seconds(timeout_s) + " s");
     std::this_thread::sleep_for(kPoll);
   }
   if (verdict.rfind("ok\n", 0) != 0)
-    throw std::runtime_error("rendezvous: rank " + std::to_string(launch.rank) + ": rank 0 failed: " +
-                             verdict.substr(verdict.find('\n') + 1));
+    throw std::runtime_error("rendezvous: rank " + std::to_string(launch.rank) +
+                             ": rank 0 failed: " + verdict.substr(verdict.find('\n') + 1));
   return blob;
 }
 

@@ -46,7 +46,8 @@ class Fd {
 };
 
 int ms_left(Clock::time_point deadline) {
-  const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const auto d =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return d <= 0 ? 0 : static_cast<int>(d);
 }
 
@@ -106,7 +107,8 @@ RecvResult get_u32(int fd, uint32_t& v, Clock::time_point deadline) {
   return r;
 }
 
-RecvResult get_bytes(int fd, std::string& out, size_t max, Clock::time_point deadline, bool& too_big) {
+RecvResult get_bytes(int fd, std::string& out, size_t max, Clock::time_point deadline,
+                     bool& too_big) {
   uint32_t len = 0;
   too_big = false;
   RecvResult r = get_u32(fd, len, deadline);
@@ -161,7 +163,8 @@ Fd listen_on(const RendezvousSpec& spec) {
     fd = try_bind(ai->ai_addr, ai->ai_addrlen, ai->ai_family);
   const int family = res->ai_family;
   ::freeaddrinfo(res);
-  if (fd.get() < 0 && bind_errno == EADDRNOTAVAIL) {  // MASTER_ADDR names this host by another address
+  if (fd.get() < 0 &&
+      bind_errno == EADDRNOTAVAIL) {  // MASTER_ADDR names this host by another address
     if (family == AF_INET6) {
       sockaddr_in6 any{};
       any.sin6_family = AF_INET6;
@@ -176,7 +179,8 @@ Fd listen_on(const RendezvousSpec& spec) {
       fd = try_bind(reinterpret_cast<sockaddr*>(&any), sizeof any, AF_INET);
     }
   }
-  if (fd.get() < 0) throw std::runtime_error("rendezvous: rank 0 at " + to_string(spec) + ": " + error);
+  if (fd.get() < 0)
+    throw std::runtime_error("rendezvous: rank 0 at " + to_string(spec) + ": " + error);
   return fd;
 }
 
@@ -203,7 +207,8 @@ std::vector<uint8_t> tcp_rank0(const Exchange& x, const std::vector<uint8_t>& bl
     uint32_t rank = 0;
     std::string theirs;
     bool too_big = false;
-    if (recv_all(c.get(), magic, 4, deadline) != RecvResult::ok || std::memcmp(magic, kWireMagic, 4) != 0 ||
+    if (recv_all(c.get(), magic, 4, deadline) != RecvResult::ok ||
+        std::memcmp(magic, kWireMagic, 4) != 0 ||
         get_u32(c.get(), rank, deadline) != RecvResult::ok ||
         get_bytes(c.get(), theirs, kMaxHash, deadline, too_big) != RecvResult::ok)
       continue;  // not one of ours, or it went away: it may reconnect
@@ -222,7 +227,8 @@ std::vector<uint8_t> tcp_rank0(const Exchange& x, const std::vector<uint8_t>& bl
     conns[rank] = std::move(c);
   }
   listener.reset();
-  if (left == 0) {  // everyone is here: deliver the blob, even on a mismatch, so each rank can say why
+  if (left ==
+      0) {  // everyone is here: deliver the blob, even on a mismatch, so each rank can say why
     std::string verdict;  // empty: ok; else rank 0's reason to fail, which every rank then reports
     for (const auto& p : problems) verdict += (verdict.empty() ? "" : "; ") + p;
     std::string msg(kWireMagic, 4);
@@ -234,8 +240,8 @@ std::vector<uint8_t> tcp_rank0(const Exchange& x, const std::vector<uint8_t>& bl
     msg += verdict;
     for (int r = 1; r < launch.world_size; ++r)
       if (!send_all(conns[r].get(), msg, deadline))
-        problems.push_back("rendezvous: cannot send the unique id to rank " + std::to_string(r) + ": " +
-                           os_error(errno));
+        problems.push_back("rendezvous: cannot send the unique id to rank " + std::to_string(r) +
+                           ": " + os_error(errno));
   }
   // Missing ranks: the connections close unanswered, so the ranks that came fail at once.
   conns.clear();
@@ -290,7 +296,8 @@ std::vector<uint8_t> tcp_rank_n(const Exchange& x) {
   put_u32(hello, static_cast<uint32_t>(hash.size()));
   hello += hash;
   if (!send_all(fd.get(), hello, deadline))
-    throw std::runtime_error(me + " cannot send to rank 0 at " + to_string(spec) + ": " + os_error(errno));
+    throw std::runtime_error(me + " cannot send to rank 0 at " + to_string(spec) + ": " +
+                             os_error(errno));
   char magic[4];
   std::string blob, rank0_hash;
   bool too_big = false;
@@ -302,18 +309,18 @@ std::vector<uint8_t> tcp_rank_n(const Exchange& x) {
   std::string verdict;
   if (r == RecvResult::ok) r = get_bytes(fd.get(), verdict, kMaxBlob, deadline, too_big);
   switch (r) {
-    case RecvResult::ok:
-      break;
-    case RecvResult::closed:
-      throw std::runtime_error(me + ": rank 0 at " + to_string(spec) +
-                               " closed the connection without sending the unique id (rank 0 gave up, "
-                               "probably because another rank did not arrive; see rank 0's error)");
-    case RecvResult::timeout:
-      throw std::runtime_error(me + " connected to rank 0 at " + to_string(spec) +
-                               " but received no unique id within " + fmt_seconds(timeout_s) + " s");
-    case RecvResult::error:
-      throw std::runtime_error(me + ": bad or failed reply from " + to_string(spec) +
-                               (too_big ? " (oversized field)" : ": " + os_error(errno)));
+  case RecvResult::ok: break;
+  case RecvResult::closed:
+    throw std::runtime_error(
+        me + ": rank 0 at " + to_string(spec) +
+        " closed the connection without sending the unique id (rank 0 gave up, "
+        "probably because another rank did not arrive; see rank 0's error)");
+  case RecvResult::timeout:
+    throw std::runtime_error(me + " connected to rank 0 at " + to_string(spec) +
+                             " but received no unique id within " + fmt_seconds(timeout_s) + " s");
+  case RecvResult::error:
+    throw std::runtime_error(me + ": bad or failed reply from " + to_string(spec) +
+                             (too_big ? " (oversized field)" : ": " + os_error(errno)));
   }
   if (rank0_hash != hash) throw std::runtime_error(mismatch_message(launch.rank, hash, rank0_hash));
   if (!verdict.empty()) throw std::runtime_error(me + ": rank 0 failed: " + verdict);

@@ -17,7 +17,8 @@ inline constexpr size_t kMaxBlob = 1 << 20;
 inline constexpr size_t kMaxHash = 1 << 16;
 inline constexpr auto kPoll = std::chrono::milliseconds(20);
 /// Ranks that arrived wait this much past their own deadline for rank 0's verdict, which rank 0
-/// gives at its deadline at the latest (so they report rank 0's reason, not a timeout of their own).
+/// gives at its deadline at the latest (so they report rank 0's reason, not a timeout of their
+/// own).
 inline constexpr auto kVerdictGrace = std::chrono::milliseconds(500);
 
 /// One exchange as exchange() validated it; `deadline` is now + timeout_s.
@@ -36,7 +37,8 @@ std::string os_error(int err);
 /// "rank N runs a different case list or build than rank 0: ..." naming both hashes.
 std::string mismatch_message(int rank, const std::string& theirs, const std::string& rank0);
 /// Rank 0's verdict once everyone arrived (or not): throws std::runtime_error listing every
-/// problem, missing ranks first ("rendezvous: N of M ranks arrived within T s (missing ranks: ...)").
+/// problem, missing ranks first ("rendezvous: N of M ranks arrived within T s (missing ranks:
+/// ...)").
 void finish_rank0(const std::vector<bool>& arrived, const std::vector<std::string>& problems,
                   double timeout_s);
 

@@ -13,7 +13,9 @@ bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
   return true;
 }
 
@@ -41,7 +43,8 @@ ReportFormat parse_report_format(const std::string& value, const std::string& fl
 ReportFormat display_format(const std::vector<std::string>& args) {
   std::string v;
   for (const auto& a : args)
-    if (a.rfind("--benchmark_format=", 0) == 0) v = a.substr(std::string("--benchmark_format=").size());
+    if (a.rfind("--benchmark_format=", 0) == 0)
+      v = a.substr(std::string("--benchmark_format=").size());
   if (v.empty())
     if (const char* e = std::getenv("BENCHMARK_FORMAT")) v = e;
   try {
@@ -57,9 +60,12 @@ std::string json_nonfinite_to_null(std::string_view text, bool& in_string, bool&
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       out += c;
       continue;
     }
@@ -91,9 +97,11 @@ std::string csv_nonfinite_to_empty(std::string_view text) {
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
-    if (text[i] == '"') {  // a quoted field: copy through its closing quote ("" is an escaped quote)
+    if (text[i] ==
+        '"') {  // a quoted field: copy through its closing quote ("" is an escaped quote)
       size_t j = i + 1;
-      while (j < text.size() && !(text[j] == '"' && (j + 1 >= text.size() || text[j + 1] != '"'))) j += text[j] == '"' ? 2 : 1;
+      while (j < text.size() && !(text[j] == '"' && (j + 1 >= text.size() || text[j + 1] != '"')))
+        j += text[j] == '"' ? 2 : 1;
       out.append(text.substr(i, j + 1 - i));
       i = j + 1;
       continue;
@@ -127,30 +135,33 @@ std::string console_nonfinite_to_dash(std::string_view text) {
   return out;
 }
 
-FiniteReporter::FiniteReporter(ReportFormat format, bool tabular) : format_(format), to_text_(true) {
+FiniteReporter::FiniteReporter(ReportFormat format, bool tabular)
+    : format_(format), to_text_(true) {
   switch (format) {
-    case ReportFormat::json: owned_ = std::make_unique<benchmark::JSONReporter>(); break;
-    case ReportFormat::csv:
-      // GB marks CSVReporter deprecated but still offers --benchmark_out_format=csv: keep it.
+  case ReportFormat::json: owned_ = std::make_unique<benchmark::JSONReporter>(); break;
+  case ReportFormat::csv:
+    // GB marks CSVReporter deprecated but still offers --benchmark_out_format=csv: keep it.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      owned_ = std::make_unique<benchmark::CSVReporter>();
+    owned_ = std::make_unique<benchmark::CSVReporter>();
 #pragma GCC diagnostic pop
-      break;
-    case ReportFormat::console:
-      owned_ = std::make_unique<benchmark::ConsoleReporter>(tabular ? benchmark::ConsoleReporter::OO_Tabular
-                                                                    : benchmark::ConsoleReporter::OO_None);
-      break;
+    break;
+  case ReportFormat::console:
+    owned_ = std::make_unique<benchmark::ConsoleReporter>(
+        tabular ? benchmark::ConsoleReporter::OO_Tabular : benchmark::ConsoleReporter::OO_None);
+    break;
   }
   inner_ = owned_.get();
   inner_->SetOutputStream(&chunk_);
-  inner_->SetErrorStream(&chunk_);  // as GB does for its file reporter: the CSV/console context goes in the file
+  inner_->SetErrorStream(
+      &chunk_);  // as GB does for its file reporter: the CSV/console context goes in the file
 }
 
 FiniteReporter::FiniteReporter(benchmark::BenchmarkReporter* inner, ReportFormat format)
     : inner_(inner), format_(format), to_text_(false) {
   inner_->SetOutputStream(&chunk_);
-  // Its error stream (stderr: the context) is passed through flush_errors, which drops the registry.
+  // Its error stream (stderr: the context) is passed through flush_errors, which drops the
+  // registry.
   err_out_ = &inner_->GetErrorStream();
   inner_->SetErrorStream(&err_chunk_);
 }
@@ -160,15 +171,15 @@ std::string FiniteReporter::take(bool runs, std::string_view after) {
   chunk_.str({});
   chunk_.clear();
   switch (format_) {
-    case ReportFormat::json: return json_nonfinite_to_null(s, json_in_string_, json_escaped_);
-    case ReportFormat::csv: return runs ? csv_nonfinite_to_empty(s) : s;
-    case ReportFormat::console: {
-      if (!runs) return s;
-      // Only what follows the case's name: a name may be anything a layout file is called.
-      const size_t at = after.empty() ? std::string::npos : s.rfind(after);
-      const size_t from = at == std::string::npos ? 0 : at + after.size();
-      return s.substr(0, from) + console_nonfinite_to_dash(std::string_view(s).substr(from));
-    }
+  case ReportFormat::json: return json_nonfinite_to_null(s, json_in_string_, json_escaped_);
+  case ReportFormat::csv: return runs ? csv_nonfinite_to_empty(s) : s;
+  case ReportFormat::console: {
+    if (!runs) return s;
+    // Only what follows the case's name: a name may be anything a layout file is called.
+    const size_t at = after.empty() ? std::string::npos : s.rfind(after);
+    const size_t from = at == std::string::npos ? 0 : at + after.size();
+    return s.substr(0, from) + console_nonfinite_to_dash(std::string_view(s).substr(from));
+  }
   }
   return s;
 }

@@ -33,7 +33,8 @@ volatile sig_atomic_t g_tmp_set = 0, g_lock_set[2] = {0, 0};
 void on_signal(int sig) {
   if (g_tmp_set) unlink(g_tmp_path);
   for (int i = 0; i < 2; ++i)
-    if (g_lock_set[i]) unlink(g_lock_path[i]);  // we hold its lock: no other run can be using this file
+    if (g_lock_set[i])
+      unlink(g_lock_path[i]);  // we hold its lock: no other run can be using this file
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -80,8 +81,8 @@ std::string read_all(const std::string& path) {
   return s;
 }
 
-std::string flag_or_env(const std::vector<std::string>& args, const std::string& flag, const char* env,
-                        int* count) {
+std::string flag_or_env(const std::vector<std::string>& args, const std::string& flag,
+                        const char* env, int* count) {
   std::string v;
   bool found = false;
   *count = 0;
@@ -92,7 +93,8 @@ std::string flag_or_env(const std::vector<std::string>& args, const std::string&
       ++*count;
     }
   if (!found)
-    if (const char* e = std::getenv(env)) v = e;  // GB reads its flags' defaults from the environment
+    if (const char* e = std::getenv(env))
+      v = e;  // GB reads its flags' defaults from the environment
   return v;
 }
 
@@ -116,13 +118,15 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     throw CliError(e.what());
   }
   int t = 0;
-  const std::string tab = flag_or_env(args, "--benchmark_counters_tabular", "BENCHMARK_COUNTERS_TABULAR", &t);
+  const std::string tab =
+      flag_or_env(args, "--benchmark_counters_tabular", "BENCHMARK_COUNTERS_TABULAR", &t);
   plan.tabular = tab == "true" || tab == "1" || tab == "yes";
   // GB opens --benchmark_out itself (and insists on it with a custom file reporter): give it
   // /dev/null, the suite writes the file. An empty value also overrides BENCHMARK_OUT.
-  args.erase(std::remove_if(args.begin(), args.end(),
-                            [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; }),
-             args.end());
+  args.erase(
+      std::remove_if(args.begin(), args.end(),
+                     [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; }),
+      args.end());
   if (!reporter) out.clear();  // only rank 0 writes --benchmark_out
   args.emplace_back(out.empty() ? "--benchmark_out=" : "--benchmark_out=/dev/null");
   if (out.empty()) return plan;
@@ -130,8 +134,11 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     // A link is followed (the rename replaces the file it names, not the link); a device or pipe
     // (/dev/stdout) is written in place, since it cannot be renamed over.
     std::error_code ec;
-    // Every link of a chain, up to /dev/ or /proc/ (where /dev/stdout leads into the process's fds).
-    const auto special = [](const std::string& p) { return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0; };
+    // Every link of a chain, up to /dev/ or /proc/ (where /dev/stdout leads into the process's
+    // fds).
+    const auto special = [](const std::string& p) {
+      return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0;
+    };
     for (int hops = 0; hops < 40 && !special(out) && fs::is_symlink(out, ec); ++hops) {
       const auto target = fs::read_symlink(out, ec);
       out = (target.is_absolute() ? target : fs::path(out).parent_path() / target).string();
@@ -152,11 +159,13 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     if (!dir.empty() && !fs::is_directory(dir))
       throw CliError("--benchmark_out: directory '" + dir.string() + "' does not exist");
     if (fs::is_directory(out) || out.back() == '/')
-      throw CliError("--benchmark_out=" + out + " is a directory; give a file name such as run.json");
+      throw CliError("--benchmark_out=" + out +
+                     " is a directory; give a file name such as run.json");
     if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
-      throw CliError("--benchmark_out: directory '" + (dir.empty() ? std::string(".") : dir.string()) +
-                     "' is not writable");
-  } catch (const fs::filesystem_error& e) {  // a path that cannot even be examined (permissions, a link loop)
+      throw CliError("--benchmark_out: directory '" +
+                     (dir.empty() ? std::string(".") : dir.string()) + "' is not writable");
+  } catch (const fs::filesystem_error&
+               e) {  // a path that cannot even be examined (permissions, a link loop)
     throw CliError(std::string("--benchmark_out: cannot use that path: ") + e.what());
   }
   plan.dest = out;
@@ -174,7 +183,8 @@ std::vector<std::string> model_input_files(const BenchOptions& o) {
       start = comma + 1;
       if (spec.empty() || spec.rfind("uniform:", 0) == 0) continue;
       // The same rule as load_layout (bench/model_layouts.hpp): a '/' or ".json" makes a path.
-      if (spec.find('/') != std::string::npos || (spec.size() >= 5 && spec.substr(spec.size() - 5) == ".json")) {
+      if (spec.find('/') != std::string::npos ||
+          (spec.size() >= 5 && spec.substr(spec.size() - 5) == ".json")) {
         files.push_back(spec);
         continue;
       }
@@ -195,15 +205,17 @@ void refuse_overwriting_inputs(const std::string& flag, const std::string& outpu
   for (const auto& in : inputs) {
     std::error_code ec;
     if (fs::equivalent(output, in, ec) && !ec)
-      throw CliError(flag + " names the --model file " + in +
-                     ": writing there would destroy the model it reads; give the output another name");
+      throw CliError(
+          flag + " names the --model file " + in +
+          ": writing there would destroy the model it reads; give the output another name");
   }
 }
 
 void install_result_cleanup() {
   for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, trap ''
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN)
+      continue;  // nohup, trap ''
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -233,22 +245,26 @@ ResultFile::ResultFile(std::string dest, std::string flag)
       throw std::runtime_error(errno_text("locking " + lock_path_));
     }
     // The previous owner removes the lock file when it is done: retry when we locked a removed one.
-    struct stat held {}, named {};
-    if (fstat(lock_fd_, &held) == 0 && stat(lock_path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-        held.st_dev == named.st_dev)
+    struct stat held {
+    }, named{};
+    if (fstat(lock_fd_, &held) == 0 && stat(lock_path_.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev)
       break;
     ::close(lock_fd_);
   }
   slot_ = g_lock_set[0] ? 1 : 0;
   set_path(g_lock_path[slot_], g_lock_set[slot_], lock_path_);
   const std::string pid = std::to_string(getpid()) + "\n";
-  if (ftruncate(lock_fd_, 0) != 0 || pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
-    std::fprintf(stderr, "shardaccum_bench: note: could not record the pid in %s\n", lock_path_.c_str());
+  if (ftruncate(lock_fd_, 0) != 0 ||
+      pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
+    std::fprintf(stderr, "shardaccum_bench: note: could not record the pid in %s\n",
+                 lock_path_.c_str());
   // Holding the lock, every DEST.tmp.<pid> is a dead run's: a live writer of DEST would hold it.
   const fs::path d = fs::path(dest_).parent_path();
   const std::string prefix = fs::path(dest_).filename().string() + ".tmp.";
   std::error_code ec;
-  for (fs::directory_iterator it(d.empty() ? fs::path(".") : d, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(d.empty() ? fs::path(".") : d, ec), end; !ec && it != end;
+       it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) == 0 && digits(std::string_view(name).substr(prefix.size()))) {
       std::error_code rec;
@@ -293,10 +309,12 @@ void ResultFile::commit(std::string_view bytes) {
     fail(e.what());
   }
   if (back != bytes) fail("what " + tmp + " holds differs from what was written");
-  if (std::rename(tmp.c_str(), dest_.c_str()) != 0) fail(errno_text("moving " + tmp + " to " + dest_));
+  if (std::rename(tmp.c_str(), dest_.c_str()) != 0)
+    fail(errno_text("moving " + tmp + " to " + dest_));
   g_tmp_set = 0;
   const fs::path d = fs::path(dest_).parent_path();
-  if (const int dfd = ::open(d.empty() ? "." : d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+  if (const int dfd = ::open(d.empty() ? "." : d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dfd >= 0) {
     fsync(dfd);  // the rename itself survives a crash
     ::close(dfd);
   }
@@ -316,7 +334,8 @@ void write_direct(const std::string& path, std::string_view bytes) {
 
 void verify_result_text(ReportFormat format, const std::string& text) {
   if (format == ReportFormat::json && !nlohmann::json::accept(text))
-    throw std::runtime_error("the results are not valid JSON (a bug in bench/reporters.cpp: please report it)");
+    throw std::runtime_error(
+        "the results are not valid JSON (a bug in bench/reporters.cpp: please report it)");
 }
 
 }  // namespace shardaccum

@@ -51,8 +51,8 @@ class ResultFile {
   /// Takes the lock without waiting, then removes DEST.tmp.<pid> files left by killed runs (safe:
   /// a live writer of DEST would hold the lock). Throws CliError "another shardaccum_bench (pid N)
   /// is writing DEST" when it is held, std::runtime_error when the lock file cannot be made.
-  /// `flag` names the output in messages ("--benchmark_out=" or "--trace "). At most two live at once
-  /// (the results and the trace): the signal handler removes both lock files.
+  /// `flag` names the output in messages ("--benchmark_out=" or "--trace "). At most two live at
+  /// once (the results and the trace): the signal handler removes both lock files.
   explicit ResultFile(std::string dest, std::string flag = "--benchmark_out=");
   ~ResultFile();
   ResultFile(const ResultFile&) = delete;

@@ -35,7 +35,8 @@ std::string run_git_commit() {
   // metadata (seen: a device copy whose .git still pointed at an older HEAD).
   if (const char* env = std::getenv("SHARDACCUM_GIT_COMMIT"); env && *env) return env;
   std::string out;
-  if (FILE* p = popen("git -C " SHARDACCUM_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
+  if (FILE* p =
+          popen("git -C " SHARDACCUM_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
     char buf[64];
     while (fgets(buf, sizeof buf, p)) out += buf;
     pclose(p);
@@ -53,10 +54,12 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("registry", registry_json().dump());
   benchmark::AddCustomContext("backend", s.choice.name);
   benchmark::AddCustomContext("backend_choice", s.choice.why);
-  benchmark::AddCustomContext("time_domain", s.choice.name == "cuda" ? "gpu events" : "host wall-clock");
+  benchmark::AddCustomContext("time_domain",
+                              s.choice.name == "cuda" ? "gpu events" : "host wall-clock");
   benchmark::AddCustomContext("git_commit", run_git_commit());
   benchmark::AddCustomContext("command", opts.command_line);
-  benchmark::AddCustomContext("launcher", processes ? s.launch.launcher + ": one process per GPU" : "threads: one process");
+  benchmark::AddCustomContext("launcher", processes ? s.launch.launcher + ": one process per GPU"
+                                                    : "threads: one process");
   benchmark::AddCustomContext("processes", std::to_string(processes ? s.launch.world_size : 1));
   if (processes) benchmark::AddCustomContext("rendezvous", to_string(s.rendezvous));
   benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
@@ -84,9 +87,11 @@ void add_backend_context(const RunSetup& s, BackendPool& pool) {
     gethostname(host, sizeof host - 1);
     benchmark::AddCustomContext("machine", std::string(host) + " (no GPU; host backend)");
     benchmark::AddCustomContext("bytes_source", "backend accounting");
-    std::fprintf(stderr,
-                 "shardaccum_bench: backend: host (%s). Every time below is HOST WALL-CLOCK time of the "
-                 "reference backend, not GPU time.\n", s.choice.why.c_str());
+    std::fprintf(
+        stderr,
+        "shardaccum_bench: backend: host (%s). Every time below is HOST WALL-CLOCK time of the "
+        "reference backend, not GPU time.\n",
+        s.choice.why.c_str());
     return;
   }
   // The cuda backend measures its ceilings when its world is created: do it now for the
@@ -98,14 +103,15 @@ void add_backend_context(const RunSetup& s, BackendPool& pool) {
     if (ctx.contains("devices") && ctx["devices"].is_array() && !ctx["devices"].empty()) {
       std::vector<std::string> hosts;
       for (const auto& d : ctx["devices"]) note(hosts, d.value("host", std::string("?")));
-      benchmark::AddCustomContext("machine", std::to_string(ctx["devices"].size()) + "x " +
-                                                 ctx["devices"][0].value("name", std::string("GPU")) +
-                                                 " (" + joined(hosts) + ")");
+      benchmark::AddCustomContext("machine",
+                                  std::to_string(ctx["devices"].size()) + "x " +
+                                      ctx["devices"][0].value("name", std::string("GPU")) + " (" +
+                                      joined(hosts) + ")");
     }
     // Keys the suite already set (time_domain, world_size, ...) keep the suite's value.
-    const std::set<std::string> suite_keys = {"backend", "backend_choice", "time_domain", "git_commit",
-                                              "command", "k", "warmup_steps", "measured_steps", "check",
-                                              "model", "world_size", "machine"};
+    const std::set<std::string> suite_keys = {
+        "backend",      "backend_choice", "time_domain", "git_commit", "command",    "k",
+        "warmup_steps", "measured_steps", "check",       "model",      "world_size", "machine"};
     for (const auto& [k, v] : ctx.items())
       benchmark::AddCustomContext(suite_keys.contains(k) ? "backend_" + k : k,
                                   v.is_string() ? v.get<std::string>() : v.dump());
@@ -113,11 +119,13 @@ void add_backend_context(const RunSetup& s, BackendPool& pool) {
     // A peer may be gone: the process ends without a teardown that could wait for it.
     const bool processes = s.processes();
     throw RunFailure(std::string("cuda backend: ") + e.what(),
-                     processes ? "rank " + std::to_string(s.launch.rank) + ": " : "", {}, processes);
+                     processes ? "rank " + std::to_string(s.launch.rank) + ": " : "", {},
+                     processes);
   }
 }
 
-std::unique_ptr<trace::TraceRecorder> make_trace_recorder(const RunSetup& s, const std::string& run_id) {
+std::unique_ptr<trace::TraceRecorder> make_trace_recorder(const RunSetup& s,
+                                                          const std::string& run_id) {
   if (s.opts.trace.empty()) return nullptr;
   // The case runner opens a scope per rank thread for every measured step (warm-up steps are
   // numbered below opts.warmup and are not recorded).
@@ -125,10 +133,10 @@ std::unique_ptr<trace::TraceRecorder> make_trace_recorder(const RunSetup& s, con
   recorder->set_first_recorded_step(static_cast<uint32_t>(s.opts.warmup));
   recorder->set_recorded_step_count(static_cast<uint32_t>(s.opts.trace_steps));
   recorder->set_metadata("backend", s.choice.name);
-  recorder->set_metadata("time_domain",
-                         s.choice.name == "cuda" ? "host steady clock (NVTX phases, host work); GPU "
-                                                   "activity from CUPTI mapped onto it"
-                                                 : "host wall-clock");
+  recorder->set_metadata("time_domain", s.choice.name == "cuda"
+                                            ? "host steady clock (NVTX phases, host work); GPU "
+                                              "activity from CUPTI mapped onto it"
+                                            : "host wall-clock");
   recorder->set_metadata("events", "measured steps only (no warm-up, no oracle, no ceilings)");
   recorder->set_metadata("time_unit", "ts and dur in microseconds from the start of the run");
   recorder->set_metadata("command", s.opts.command_line);

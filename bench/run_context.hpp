@@ -29,6 +29,7 @@ void add_backend_context(const RunSetup& s, BackendPool& pool);
 /// The --trace recorder of the run with its metadata (backend, time domain, command, commit,
 /// run_id); it records the measured steps only (from --warmup on, --trace-steps of them).
 /// nullptr without --trace.
-std::unique_ptr<trace::TraceRecorder> make_trace_recorder(const RunSetup& s, const std::string& run_id);
+std::unique_ptr<trace::TraceRecorder> make_trace_recorder(const RunSetup& s,
+                                                          const std::string& run_id);
 
 }  // namespace shardaccum

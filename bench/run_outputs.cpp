@@ -14,7 +14,8 @@ void take_lock(std::unique_ptr<ResultFile>& lock, const std::string& path, const
   install_result_cleanup();
   lock = std::make_unique<ResultFile>(path, flag);
   for (const auto& f : lock->removed_stale())
-    std::fprintf(stderr, "shardaccum_bench: removed %s, left by a run that was killed\n", f.c_str());
+    std::fprintf(stderr, "shardaccum_bench: removed %s, left by a run that was killed\n",
+                 f.c_str());
 }
 
 RunOutputs open_outputs_or_throw(BenchOptions& opts, bool reporter, int rank) {
@@ -26,9 +27,11 @@ RunOutputs open_outputs_or_throw(BenchOptions& opts, bool reporter, int rank) {
   if (!opts.trace.empty()) refuse_overwriting_inputs("--trace " + opts.trace, opts.trace, inputs);
   if (!out.dest.empty() && !opts.trace.empty()) {
     std::error_code ec;
-    const auto a = std::filesystem::weakly_canonical(out.dest, ec), b = std::filesystem::weakly_canonical(opts.trace, ec);
+    const auto a = std::filesystem::weakly_canonical(out.dest, ec),
+               b = std::filesystem::weakly_canonical(opts.trace, ec);
     if (!ec && a == b)
-      throw CliError("--trace and --benchmark_out name the same file (" + out.dest + "); give two names");
+      throw CliError("--trace and --benchmark_out name the same file (" + out.dest +
+                     "); give two names");
   }
   if (!out.dest.empty() && !out.direct) take_lock(o.result_file, out.dest, "--benchmark_out=");
   // --trace takes the same lock on the file this process writes (rank r of a launch: FILE.rank<r>),
@@ -37,8 +40,9 @@ RunOutputs open_outputs_or_throw(BenchOptions& opts, bool reporter, int rank) {
   if (!opts.trace.empty()) {
     if (!reporter) {
       const std::filesystem::path p(opts.trace);
-      opts.trace = (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(rank) +
-                                       p.extension().string())).string();
+      opts.trace = (p.parent_path() /
+                    (p.stem().string() + ".rank" + std::to_string(rank) + p.extension().string()))
+                       .string();
     }
     std::error_code ec;
     const auto st = std::filesystem::symlink_status(opts.trace, ec);
@@ -65,8 +69,10 @@ void commit_results(const RunOutputs& outputs, const std::string& text) {
   // back and compares, and only then replaces the previous result.
   try {
     verify_result_text(outputs.out.format, text);
-    if (outputs.result_file) outputs.result_file->commit(text);
-    else write_direct(outputs.out.dest, text);
+    if (outputs.result_file)
+      outputs.result_file->commit(text);
+    else
+      write_direct(outputs.out.dest, text);
   } catch (const std::exception& e) {
     throw RunFailure(std::string("--benchmark_out: ") + e.what());
   }
@@ -81,8 +87,8 @@ void write_trace(const trace::TraceRecorder& recorder, const std::string& path) 
   } catch (const std::exception& e) {
     throw RunFailure(std::string("--trace: ") + e.what());
   }
-  std::fprintf(stderr, "shardaccum_bench: wrote trace %s (%zu events; open in ui.perfetto.dev)\n", path.c_str(),
-               recorder.size());
+  std::fprintf(stderr, "shardaccum_bench: wrote trace %s (%zu events; open in ui.perfetto.dev)\n",
+               path.c_str(), recorder.size());
 }
 
 }  // namespace shardaccum

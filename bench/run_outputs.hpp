@@ -11,7 +11,7 @@
 namespace shardaccum {
 
 struct RunOutputs {
-  OutputPlan out;                         // --benchmark_out; out.dest empty: none
+  OutputPlan out;                           // --benchmark_out; out.dest empty: none
   std::unique_ptr<ResultFile> result_file;  // its lock (none for a device or a pipe: out.direct)
   std::unique_ptr<ResultFile> trace_lock;   // --trace's lock (none for a link, device or pipe)
 };

@@ -22,14 +22,19 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
       throw CliError("--model: two layouts are both named '" + c.layout->name +
                      "' (same file stem); rename one so their cases can be told apart");
     if (!names.insert(c.name()).second)
-      throw CliError("case " + c.name() + " is listed twice: remove the repeated value from its axis flag");
+      throw CliError("case " + c.name() +
+                     " is listed twice: remove the repeated value from its axis flag");
     const int k = c.schedule.k();
     if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size))
-      throw CliError("--dtype " + c.dtypes.name() + " with --gen " + (c.gen == GenMode::dyadic ? "dyadic" : "random") +
-                     ", K=" + std::to_string(k) + ", world size " + std::to_string(c.world_size) +
-                     ": the oracle's error bound (" + std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
-                     ") is too loose to tell a lost micro-batch (error about " + std::to_string(std::sqrt(1.0 / k)) +
-                     ", or 1/K on a unit of a few elements) from rounding; use --dtype fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
+      throw CliError("--dtype " + c.dtypes.name() + " with --gen " +
+                     (c.gen == GenMode::dyadic ? "dyadic" : "random") + ", K=" + std::to_string(k) +
+                     ", world size " + std::to_string(c.world_size) +
+                     ": the oracle's error bound (" +
+                     std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
+                     ") is too loose to tell a lost micro-batch (error about " +
+                     std::to_string(std::sqrt(1.0 / k)) +
+                     ", or 1/K on a unit of a few elements) from rounding; use --dtype "
+                     "fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
   }
 }
 
@@ -37,7 +42,8 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
   RunSetup s;
   try {
     if (!parse_cli(argc, argv, s.opts)) return std::nullopt;
-    if (s.opts.describe_registry) {  // before any backend work: a tool asks what this binary registers
+    if (s.opts.describe_registry) {  // before any backend work: a tool asks what this binary
+                                     // registers
       std::cout << registry_json().dump(2) << std::endl;
       if (!std::cout) throw RunFailure("--describe-registry: cannot write to stdout");
       return std::nullopt;
@@ -45,12 +51,14 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
     s.choice = choose_backend(s.opts.backend);
     s.launch = resolve_launcher(s.opts.launcher);
     s.rendezvous = setup_launch(s.opts, s.launch, s.choice);
-    const MatrixAxes axes = resolve_axes(s.opts, s.choice.default_model, s.choice.default_world, s.choice.max_world);
+    const MatrixAxes axes =
+        resolve_axes(s.opts, s.choice.default_model, s.choice.default_world, s.choice.max_world);
     check_launch_world_sizes(axes, s.launch);
     s.cases = build_matrix(axes);
     validate_cases(s.cases);
     s.matrix_cases = s.cases.size();
-    s.cases = select_part(s.cases, s.opts.part_slice);  // the whole matrix was validated: any part finds bad input
+    s.cases = select_part(
+        s.cases, s.opts.part_slice);  // the whole matrix was validated: any part finds bad input
   } catch (const std::exception& e) {
     throw UsageError(e.what(), s.launch.rank ? "rank " + std::to_string(s.launch.rank) + ": " : "");
   }

@@ -27,8 +27,9 @@ struct RunSetup {
   bool reporter() const { return launch.rank == 0; }
 };
 
-/// Parses argv, picks the backend and the launcher, checks the launch (bench/multiprocess_setup.hpp),
-/// builds the matrix, validates all of it (validate_cases) and keeps this --part. nullopt when
+/// Parses argv, picks the backend and the launcher, checks the launch
+/// (bench/multiprocess_setup.hpp), builds the matrix, validates all of it (validate_cases) and
+/// keeps this --part. nullopt when
 /// --help was printed. Throws UsageError with the message of the CliError or std::invalid_argument
 /// that named the bad input, from "rank N: " on a rank other than 0.
 std::optional<RunSetup> resolve_run(int argc, char** argv);

@@ -1,14 +1,15 @@
 #pragma once
 // A buffer in one memory space: move-only, returned to its owner (and poisoned) on destruction.
-#include <cstdint>
-#include <utility>
 #include "common/dtype.hpp"
 #include "common/memory_space.hpp"
+#include <cstdint>
+#include <utility>
 
 namespace shardaccum {
 
-/// What a Buffer returns itself to: the rank backend that allocated it (strategies/backend/backend.hpp).
-/// An interface here so that the vocabulary does not depend on the backend above it.
+/// What a Buffer returns itself to: the rank backend that allocated it
+/// (strategies/backend/backend.hpp). An interface here so that the vocabulary does not depend on
+/// the backend above it.
 class Buffer;
 class BufferOwner {
  public:

@@ -9,8 +9,8 @@ const char* dtype_name(DType t) { return t == DType::fp32 ? "fp32" : "bf16"; }
 DType parse_dtype(std::string_view s) {
   if (s == "fp32") return DType::fp32;
   if (s == "bf16") return DType::bf16;
-  throw std::invalid_argument("unknown dtype '" + std::string(s.substr(0, 80)) + (s.size() > 80 ? "..." : "") +
-                              "' (expected fp32 or bf16)");
+  throw std::invalid_argument("unknown dtype '" + std::string(s.substr(0, 80)) +
+                              (s.size() > 80 ? "..." : "") + "' (expected fp32 or bf16)");
 }
 
 std::string DTypeTriple::name() const {
@@ -20,9 +20,12 @@ std::string DTypeTriple::name() const {
 DTypeTriple parse_dtype_triple(std::string_view s) {
   const auto bad = [&](const std::string& why) {
     std::string supported;
-    for (const char* t : kDtypeTriples) supported += (supported.empty() ? "" : ", ") + std::string(t);
-    const std::string shown = s.size() <= 80 ? std::string(s) : std::string(s.substr(0, 80)) + "...";
-    return std::invalid_argument("--dtype '" + shown + "': " + why + "; give one of " + supported + " or all");
+    for (const char* t : kDtypeTriples)
+      supported += (supported.empty() ? "" : ", ") + std::string(t);
+    const std::string shown =
+        s.size() <= 80 ? std::string(s) : std::string(s.substr(0, 80)) + "...";
+    return std::invalid_argument("--dtype '" + shown + "': " + why + "; give one of " + supported +
+                                 " or all");
   };
   const auto a = s.find('-');
   const auto b = a == std::string_view::npos ? a : s.find('-', a + 1);
@@ -30,11 +33,13 @@ DTypeTriple parse_dtype_triple(std::string_view s) {
     throw bad("expected grad-reduce-accum");
   DTypeTriple t;
   try {
-    t = {parse_dtype(s.substr(0, a)), parse_dtype(s.substr(a + 1, b - a - 1)), parse_dtype(s.substr(b + 1))};
+    t = {parse_dtype(s.substr(0, a)), parse_dtype(s.substr(a + 1, b - a - 1)),
+         parse_dtype(s.substr(b + 1))};
   } catch (const std::invalid_argument& e) {
     throw bad(e.what());
   }
-  if (t.grad != t.reduce) throw bad("grad and reduce dtype must match (the pre-collective cast is not modelled)");
+  if (t.grad != t.reduce)
+    throw bad("grad and reduce dtype must match (the pre-collective cast is not modelled)");
   if (dtype_bytes(t.accum) < dtype_bytes(t.reduce))
     throw bad("the saved shard (accum) may not be narrower than the reduce dtype");
   return t;

@@ -1,5 +1,6 @@
 #pragma once
-// Element types of the gradient pipeline and the dtype triple grad-reduce-accum (docs/DESIGN.md §1).
+// Element types of the gradient pipeline and the dtype triple grad-reduce-accum (docs/DESIGN.md
+// §1).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -38,7 +39,8 @@ SA_HD inline float bf16_to_float(uint16_t b) {
 SA_HD inline uint16_t float_to_bf16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
+    return static_cast<uint16_t>((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
@@ -53,7 +55,8 @@ struct DTypeTriple {
 };
 
 /// The triples this suite supports, in report order (what --dtype all means).
-inline constexpr const char* kDtypeTriples[] = {"fp32-fp32-fp32", "bf16-bf16-fp32", "bf16-bf16-bf16"};
+inline constexpr const char* kDtypeTriples[] = {"fp32-fp32-fp32", "bf16-bf16-fp32",
+                                                "bf16-bf16-bf16"};
 
 /// Parses "grad-reduce-accum", e.g. "bf16-bf16-fp32". Throws std::invalid_argument when malformed
 /// or unsupported: grad and reduce must match (FSDP casts the gradient before the collective, which

@@ -1,6 +1,6 @@
 #pragma once
-// The oracle's gradient generator (docs/DESIGN.md §5): a counter-based hash, one __host__ __device__
-// function shared by the backward of every backend and by the exact reference.
+// The oracle's gradient generator (docs/DESIGN.md §5): a counter-based hash, one __host__
+// __device__ function shared by the backward of every backend and by the exact reference.
 //
 // Why the values look as they do (issue 11, item 14). A loss must never look like a correct sum:
 //  * No value is zero (dyadic k/8 with k in ±1..±r): adding, losing or misplacing ONE contribution
@@ -35,7 +35,8 @@
 namespace shardaccum {
 
 enum class GenMode : uint8_t {
-  dyadic,  // k/8 with integer 1 <= |k| <= r (r <= 4): every sum is exact in fp32, and in bf16 for r*K*N <= 256
+  dyadic,  // k/8 with integer 1 <= |k| <= r (r <= 4): every sum is exact in fp32, and in bf16 for
+           // r*K*N <= 256
   random,  // full-mantissa uniform values in [-1, 1): for precision studies
 };
 
@@ -74,9 +75,9 @@ SA_HD inline uint64_t witness_prefix(uint64_t seed, uint32_t step, uint32_t unit
 
 /// What one buffer's elements depend on, computed once per buffer (host loop or kernel thread).
 struct GenParams {
-  uint64_t prefix = 0;    // grad_prefix: this (mb, rank)'s values
-  uint64_t witness = 0;   // witness_prefix: the unit's witness signs
-  uint64_t shard = 0;     // as GradKey::shard
+  uint64_t prefix = 0;   // grad_prefix: this (mb, rank)'s values
+  uint64_t witness = 0;  // witness_prefix: the unit's witness signs
+  uint64_t shard = 0;    // as GradKey::shard
   GenMode mode = GenMode::dyadic;
   uint8_t dyadic_max = 4;
   uint8_t witness_mag = 1;  // m_u = 1 + unit mod dyadic_max
@@ -84,7 +85,11 @@ struct GenParams {
 
 SA_HD inline GenParams gen_params(const GradKey& k) {
   const uint8_t r = k.dyadic_max ? k.dyadic_max : 1;
-  return GenParams{grad_prefix(k), witness_prefix(k.seed, k.step, k.unit), k.shard, k.mode, r,
+  return GenParams{grad_prefix(k),
+                   witness_prefix(k.seed, k.step, k.unit),
+                   k.shard,
+                   k.mode,
+                   r,
                    static_cast<uint8_t>(1 + k.unit % r)};
 }
 
@@ -141,8 +146,9 @@ SA_HD inline double expected_value(const OracleKey& o, const uint64_t* prefixes,
   if (i >= o.numel) return 0.0;
   // The witness fields are the same for every (mb, rank); their hash only where one is needed.
   const uint8_t r = o.dyadic_max ? o.dyadic_max : 1;
-  GenParams p{0, is_witness(i, o.shard) ? witness_prefix(o.seed, o.step, o.unit) : 0, o.shard, o.mode, r,
-              static_cast<uint8_t>(1 + o.unit % r)};
+  GenParams p{0,       is_witness(i, o.shard) ? witness_prefix(o.seed, o.step, o.unit) : 0,
+              o.shard, o.mode,
+              r,       static_cast<uint8_t>(1 + o.unit % r)};
   double sum = 0;
   for (uint32_t q = 0; q < o.k * o.world_size; ++q) {
     p.prefix = prefixes[q];

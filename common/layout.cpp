@@ -5,8 +5,7 @@ namespace shardaccum {
 uint64_t Layout::total_numel() const {
   // The loaders keep every layout under kMaxLayoutNumel, so this sum cannot overflow.
   uint64_t total = 0;
-  for (const FlatParam &u : units)
-    total += u.numel;
+  for (const FlatParam& u : units) total += u.numel;
   return total;
 }
 

@@ -11,9 +11,9 @@ namespace shardaccum {
 
 /// Summary of the oracle comparison of one shard (docs/DESIGN.md §5).
 struct ShardCheck {
-  double err_norm2 = 0;   // sum over the shard of (out - ref)^2
-  double ref_norm2 = 0;   // sum of ref^2
-  uint64_t nonfinite = 0;  // NaN or Inf elements
+  double err_norm2 = 0;      // sum over the shard of (out - ref)^2
+  double ref_norm2 = 0;      // sum of ref^2
+  uint64_t nonfinite = 0;    // NaN or Inf elements
   uint64_t bad_padding = 0;  // padding elements that are not exactly zero
 };
 
@@ -22,8 +22,8 @@ struct ShardCheck {
 /// squared error against expected_value; every element adds ref^2. `prefixes` holds
 /// oracle_prefixes(key). `Count` is uint64_t, or unsigned long long in a CUDA kernel's sums.
 template <class Count>
-SA_HD inline void check_element(const OracleKey& key, const uint64_t* prefixes, uint64_t j, double v,
-                                double& err_norm2, double& ref_norm2, Count& nonfinite,
+SA_HD inline void check_element(const OracleKey& key, const uint64_t* prefixes, uint64_t j,
+                                double v, double& err_norm2, double& ref_norm2, Count& nonfinite,
                                 Count& bad_padding) {
   const double e = expected_value(key, prefixes, j);
 #if defined(__CUDA_ARCH__)

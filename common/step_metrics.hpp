@@ -1,18 +1,18 @@
 #pragma once
 // What one rank measured over one step (docs/DESIGN.md §6, §7).
+#include "common/streams.hpp"
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include "common/streams.hpp"
 
 namespace shardaccum {
 
 /// What one rank measured over one step (or the sum of several), per step and rank.
 struct StepMetrics {
-  double step_ms = 0;                        // wall of the step on this rank (host or GPU time)
+  double step_ms = 0;                          // wall of the step on this rank (host or GPU time)
   std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
-  uint64_t h2d_bytes = 0, d2h_bytes = 0;     // counted where the copies are issued
-  uint64_t nccl_input_bytes = 0;             // sum of reduce-scatter input sizes
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;       // counted where the copies are issued
+  uint64_t nccl_input_bytes = 0;               // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
   /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.

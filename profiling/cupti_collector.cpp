@@ -42,16 +42,11 @@ void CUPTIAPI no_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
 
 gpu_activity::CopyKind copy_kind(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return gpu_activity::CopyKind::h2d;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return gpu_activity::CopyKind::d2h;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return gpu_activity::CopyKind::d2d;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return gpu_activity::CopyKind::p2p;
-    default:
-      return gpu_activity::CopyKind::other;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return gpu_activity::CopyKind::h2d;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return gpu_activity::CopyKind::d2h;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return gpu_activity::CopyKind::d2d;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return gpu_activity::CopyKind::p2p;
+  default: return gpu_activity::CopyKind::other;
   }
 }
 
@@ -212,57 +207,56 @@ void CuptiCollector::take(uint8_t* buffer, size_t valid) noexcept {
     }
     try {
       switch (rec->kind) {
-        case CUPTI_ACTIVITY_KIND_MEMCPY: {
-          const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        ActivityRecord a;
+        a.kind = ActivityRecord::Kind::memcpy;
+        a.copy = copy_kind(m->copyKind);
+        a.device = static_cast<int>(m->deviceId);
+        a.context = m->contextId;
+        a.stream = m->streamId;
+        a.bytes = m->bytes;
+        a.start_ns = m->start;
+        a.end_ns = m->end;
+        records_.push_back(std::move(a));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        ActivityRecord a;
+        a.kind = ActivityRecord::Kind::kernel;
+        a.device = static_cast<int>(k->deviceId);
+        a.context = k->contextId;
+        a.stream = k->streamId;
+        a.name = k->name ? k->name : "";
+        a.start_ns = k->start;
+        a.end_ns = k->end;
+        records_.push_back(std::move(a));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MARKER: {
+        const auto* mk = reinterpret_cast<const CUpti_ActivityMarker2*>(rec);
+        if (mk->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
           ActivityRecord a;
-          a.kind = ActivityRecord::Kind::memcpy;
-          a.copy = copy_kind(m->copyKind);
-          a.device = static_cast<int>(m->deviceId);
-          a.context = m->contextId;
-          a.stream = m->streamId;
-          a.bytes = m->bytes;
-          a.start_ns = m->start;
-          a.end_ns = m->end;
-          records_.push_back(std::move(a));
-          break;
+          a.kind = ActivityRecord::Kind::marker;
+          a.thread = mk->objectId.pt.threadId;
+          a.name = mk->name ? mk->name : "";
+          a.domain = mk->domain ? mk->domain : "";
+          a.start_ns = mk->timestamp;
+          open_markers_.emplace_back(mk->id, std::move(a));
+        } else if (mk->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+          auto it = std::find_if(open_markers_.begin(), open_markers_.end(),
+                                 [&](const auto& p) { return p.first == mk->id; });
+          if (it == open_markers_.end()) break;
+          it->second.end_ns = mk->timestamp;
+          markers_.push_back(std::move(it->second));
+          open_markers_.erase(it);
+          if (markers_.size() > kMaxMarkers) markers_.pop_front();
         }
-        case CUPTI_ACTIVITY_KIND_KERNEL:
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-          const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-          ActivityRecord a;
-          a.kind = ActivityRecord::Kind::kernel;
-          a.device = static_cast<int>(k->deviceId);
-          a.context = k->contextId;
-          a.stream = k->streamId;
-          a.name = k->name ? k->name : "";
-          a.start_ns = k->start;
-          a.end_ns = k->end;
-          records_.push_back(std::move(a));
-          break;
-        }
-        case CUPTI_ACTIVITY_KIND_MARKER: {
-          const auto* mk = reinterpret_cast<const CUpti_ActivityMarker2*>(rec);
-          if (mk->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-            ActivityRecord a;
-            a.kind = ActivityRecord::Kind::marker;
-            a.thread = mk->objectId.pt.threadId;
-            a.name = mk->name ? mk->name : "";
-            a.domain = mk->domain ? mk->domain : "";
-            a.start_ns = mk->timestamp;
-            open_markers_.emplace_back(mk->id, std::move(a));
-          } else if (mk->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-            auto it = std::find_if(open_markers_.begin(), open_markers_.end(),
-                                   [&](const auto& p) { return p.first == mk->id; });
-            if (it == open_markers_.end()) break;
-            it->second.end_ns = mk->timestamp;
-            markers_.push_back(std::move(it->second));
-            open_markers_.erase(it);
-            if (markers_.size() > kMaxMarkers) markers_.pop_front();
-          }
-          break;
-        }
-        default:
-          break;
+        break;
+      }
+      default: break;
       }
     } catch (const std::exception& e) {
       ++dropped_;  // out of memory copying a record: count it as dropped, and say so once

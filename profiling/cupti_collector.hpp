@@ -1,7 +1,7 @@
 #pragma once
-// The in-process CUPTI activity collector (docs/DESIGN.md §6): the one CUPTI subscriber of the process.
-// It enables MEMCPY and CONCURRENT_KERNEL activity (and MARKER when NVTX is injected into CUPTI),
-// keeps the records in memory, and answers per-device window totals for the cuda backend:
+// The in-process CUPTI activity collector (docs/DESIGN.md §6): the one CUPTI subscriber of the
+// process. It enables MEMCPY and CONCURRENT_KERNEL activity (and MARKER when NVTX is injected into
+// CUPTI), keeps the records in memory, and answers per-device window totals for the cuda backend:
 //
 //   CuptiCollector* c = CuptiCollector::start_if_allowed(opts.cupti);  // nullptr: off
 //   begin_step:  t0 = c->now();
@@ -112,7 +112,7 @@ class CuptiCollector {
   std::deque<ActivityRecord> markers_;   // completed NVTX ranges
   std::vector<std::pair<uint32_t, ActivityRecord>> open_markers_;  // by marker id, until their end
   bool copy_failure_logged_ = false;  // take() reports its first failure to copy a record
-  uint64_t dropped_ = 0;  // records CUPTI reported dropped, not yet reported
+  uint64_t dropped_ = 0;              // records CUPTI reported dropped, not yet reported
 };
 
 }  // namespace shardaccum::cupti

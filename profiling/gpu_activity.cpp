@@ -11,16 +11,11 @@ namespace shardaccum::gpu_activity {
 
 const char* copy_kind_name(CopyKind k) {
   switch (k) {
-    case CopyKind::h2d:
-      return "HtoD";
-    case CopyKind::d2h:
-      return "DtoH";
-    case CopyKind::d2d:
-      return "DtoD";
-    case CopyKind::p2p:
-      return "PtoP";
-    case CopyKind::other:
-      break;
+  case CopyKind::h2d: return "HtoD";
+  case CopyKind::d2h: return "DtoH";
+  case CopyKind::d2d: return "DtoD";
+  case CopyKind::p2p: return "PtoP";
+  case CopyKind::other: break;
   }
   return "other";
 }
@@ -78,36 +73,19 @@ WindowTotals sum_window(const std::vector<ActivityRecord>& records, int device, 
     if (r.kind == ActivityRecord::Kind::memcpy) {
       ++w.memcpy_count;
       switch (r.copy) {
-        case CopyKind::h2d:
-          w.h2d_bytes += r.bytes, w.h2d_ms += r.ms();
-          break;
-        case CopyKind::d2h:
-          w.d2h_bytes += r.bytes, w.d2h_ms += r.ms();
-          break;
-        case CopyKind::d2d:
-          w.d2d_bytes += r.bytes, w.d2d_ms += r.ms();
-          break;
-        case CopyKind::p2p:
-          w.p2p_bytes += r.bytes;
-          break;
-        case CopyKind::other:
-          break;
+      case CopyKind::h2d: w.h2d_bytes += r.bytes, w.h2d_ms += r.ms(); break;
+      case CopyKind::d2h: w.d2h_bytes += r.bytes, w.d2h_ms += r.ms(); break;
+      case CopyKind::d2d: w.d2d_bytes += r.bytes, w.d2d_ms += r.ms(); break;
+      case CopyKind::p2p: w.p2p_bytes += r.bytes; break;
+      case CopyKind::other: break;
       }
     } else if (r.kind == ActivityRecord::Kind::kernel) {
       ++w.kernel_count;
       switch (classify_kernel(r.name, patterns)) {
-        case KernelClass::nccl:
-          w.nccl_ms += r.ms(), ++w.nccl_kernels;
-          break;
-        case KernelClass::generate:
-          w.generate_ms += r.ms();
-          break;
-        case KernelClass::accumulate:
-          w.accumulate_ms += r.ms();
-          break;
-        case KernelClass::other:
-          w.other_kernel_ms += r.ms();
-          break;
+      case KernelClass::nccl: w.nccl_ms += r.ms(), ++w.nccl_kernels; break;
+      case KernelClass::generate: w.generate_ms += r.ms(); break;
+      case KernelClass::accumulate: w.accumulate_ms += r.ms(); break;
+      case KernelClass::other: w.other_kernel_ms += r.ms(); break;
       }
     } else {
       continue;  // markers have no device
@@ -145,8 +123,8 @@ void append_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityReco
   }
 }
 
-void append_markers_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityRecord>& markers,
-                             const ClockMap& clock) {
+void append_markers_to_trace(const trace::ThreadTrace& t,
+                             const std::vector<ActivityRecord>& markers, const ClockMap& clock) {
   if (!t.recorder) return;
   for (const ActivityRecord& m : markers) {
     if (m.kind != ActivityRecord::Kind::marker || m.end_ns < m.start_ns || m.end_ns == 0) continue;

@@ -1,7 +1,7 @@
 #pragma once
 // GPU activity records as the CUPTI collector keeps them, and what the suite makes of them:
-// per-step window totals (docs/DESIGN.md §6: traffic by copy direction, NCCL, accumulate and generator
-// kernel time) and trace events. No CUPTI here, so the logic is tested on the host; the
+// per-step window totals (docs/DESIGN.md §6: traffic by copy direction, NCCL, accumulate and
+// generator kernel time) and trace events. No CUPTI here, so the logic is tested on the host; the
 // collector itself is profiling/cupti_collector.hpp.
 #include <cstdint>
 #include <functional>
@@ -87,8 +87,8 @@ void append_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityReco
 /// "nvtx_cupti", args domain. They are the GPU-side witness of the hierarchy the host recorder
 /// also writes (track "NVTX"); a marker without an end is skipped. Does nothing when `t.recorder`
 /// is null.
-void append_markers_to_trace(const trace::ThreadTrace& t, const std::vector<ActivityRecord>& markers,
-                             const ClockMap& clock);
+void append_markers_to_trace(const trace::ThreadTrace& t,
+                             const std::vector<ActivityRecord>& markers, const ClockMap& clock);
 
 /// A reason to keep the in-process CUPTI collector off because another CUPTI client (Nsight
 /// Systems) is attached, read from the environment through `getenv_fn` (std::getenv by

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "profiling/trace.hpp"
 #include "common/streams.hpp"
+#include "profiling/trace.hpp"
 
 namespace shardaccum::nvtx {
 

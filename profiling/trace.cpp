@@ -15,12 +15,9 @@ namespace shardaccum::trace {
 
 const char* track::of(Stream s) {
   switch (s) {
-    case Stream::compute:
-      return kCompute;
-    case Stream::comm:
-      return kComm;
-    case Stream::copy:
-      return kCopy;
+  case Stream::compute: return kCompute;
+  case Stream::comm: return kComm;
+  case Stream::copy: return kCopy;
   }
   return kCompute;
 }
@@ -35,8 +32,10 @@ void TraceRecorder::add(TraceEvent e) {
   std::lock_guard<std::mutex> lock(mu_);
   if (events_.size() >= kMaxEvents) {  // about 1.6 KB each in memory: a bound, not a hang
     if (dropped_++ == 0)
-      std::fprintf(stderr, "shardaccum: --trace: %zu events recorded, later ones are dropped (use "
-                           "--trace-steps 1 or fewer cases)\n", kMaxEvents);
+      std::fprintf(stderr,
+                   "shardaccum: --trace: %zu events recorded, later ones are dropped (use "
+                   "--trace-steps 1 or fewer cases)\n",
+                   kMaxEvents);
     return;
   }
   events_.push_back(std::move(e));
@@ -123,7 +122,8 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
   });
 
   // As --benchmark_out (bench/result_file.cpp): a link is followed, so the rename replaces the file
-  // it names, not the link; a device, pipe or a further link (/dev/stdout -> /proc/self/fd/1) is written in place.
+  // it names, not the link; a device, pipe or a further link (/dev/stdout -> /proc/self/fd/1) is
+  // written in place.
   namespace fs = std::filesystem;
   std::error_code lec;
   std::string out = path;
@@ -135,9 +135,10 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
   const bool direct = fs::exists(own) && !fs::is_regular_file(own);
   const fs::path target(out);
   const std::string tmp = direct ? out : out + ".tmp." + std::to_string(getpid());
-  // `ulimit -f` must be an error (EFBIG), not a kill that leaves the temporary file: SIGXFSZ ignored
-  // while writing, its disposition restored after.
-  struct sigaction xfsz_ign {}, xfsz_old {};
+  // `ulimit -f` must be an error (EFBIG), not a kill that leaves the temporary file: SIGXFSZ
+  // ignored while writing, its disposition restored after.
+  struct sigaction xfsz_ign {
+  }, xfsz_old{};
   xfsz_ign.sa_handler = SIG_IGN;
   sigemptyset(&xfsz_ign.sa_mask);
   const bool xfsz_saved = sigaction(SIGXFSZ, &xfsz_ign, &xfsz_old) == 0;
@@ -147,7 +148,9 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
     XfszRestore(bool s, const struct sigaction& o) : saved(s), old(o) {}
     XfszRestore(const XfszRestore&) = delete;
     XfszRestore& operator=(const XfszRestore&) = delete;
-    ~XfszRestore() { if (saved) sigaction(SIGXFSZ, &old, nullptr); }
+    ~XfszRestore() {
+      if (saved) sigaction(SIGXFSZ, &old, nullptr);
+    }
   } xfsz_restore{xfsz_saved, xfsz_old};
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) throw TraceError("cannot write trace file '" + tmp + "': " + std::strerror(errno));

@@ -106,7 +106,7 @@ class TraceRecorder {
  private:
   Clock::time_point origin_;
   std::atomic<uint32_t> first_step_{0}, step_count_{0};
-  uint64_t dropped_ = 0;  // events past kMaxEvents (guarded by mu_)
+  uint64_t dropped_ = 0;           // events past kMaxEvents (guarded by mu_)
   std::atomic<uint64_t> lost_{0};  // events lost to an exception while building them
   mutable std::mutex mu_;
   std::vector<TraceEvent> events_;

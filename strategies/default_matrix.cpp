@@ -4,7 +4,8 @@ namespace shardaccum {
 
 const DefaultMatrix& default_matrix() {
   // The matrix every report since the first design shows: 16 strategies.
-  static const DefaultMatrix m{{"data", "data-free"}, {"none", "gpu-add", "cpu-add", "copy"}, {"flag", "shape"}, {"end"}};
+  static const DefaultMatrix m{
+      {"data", "data-free"}, {"none", "gpu-add", "cpu-add", "copy"}, {"flag", "shape"}, {"end"}};
   return m;
 }
 
@@ -26,8 +27,8 @@ std::vector<StrategySpec> default_strategies() {
 }
 
 std::vector<StrategySpec> every_strategy() {
-  return strategy_product(BindingRegistry::get().names(), OffloadRegistry::get().names(), ModeRegistry::get().names(),
-                          DivisionRegistry::get().names());
+  return strategy_product(BindingRegistry::get().names(), OffloadRegistry::get().names(),
+                          ModeRegistry::get().names(), DivisionRegistry::get().names());
 }
 
 }  // namespace shardaccum

@@ -57,8 +57,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           bump();
           dev -= shard * br;
         }
-        if (stored) saved[ui] = {true, MemSpace::device, shard};
-        else dev -= shard * br;  // out was added into the saved shard and freed
+        if (stored)
+          saved[ui] = {true, MemSpace::device, shard};
+        else
+          dev -= shard * br;  // out was added into the saved shard and freed
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present) pinned += shard * ba;

@@ -11,7 +11,8 @@ double OracleResult::rel_err() const {
 }
 
 void OracleResult::merge(const ShardCheck& c) {
-  const double unit = c.ref_norm2 > 0 ? std::sqrt(c.err_norm2 / c.ref_norm2) : std::sqrt(c.err_norm2);
+  const double unit =
+      c.ref_norm2 > 0 ? std::sqrt(c.err_norm2 / c.ref_norm2) : std::sqrt(c.err_norm2);
   max_unit_rel_err = std::max(max_unit_rel_err, std::isnan(unit) ? INFINITY : unit);
   err_norm2 += c.err_norm2;
   ref_norm2 += c.ref_norm2;
@@ -42,7 +43,8 @@ uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size) {
 bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size) {
   if (gen != GenMode::dyadic) return false;
   const int64_t terms = static_cast<int64_t>(k) * world_size;
-  return !any_bf16(t) ? terms * 4 <= (int64_t{1} << 24) : terms * dyadic_range(t, k, world_size) <= 256;
+  return !any_bf16(t) ? terms * 4 <= (int64_t{1} << 24)
+                      : terms * dyadic_range(t, k, world_size) <= 256;
 }
 
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size) {
@@ -59,8 +61,8 @@ bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size) {
 }
 
 bool is_correct(const OracleResult& r, double bound) {
-  return r.nonfinite == 0 && r.bad_padding == 0 && std::isfinite(r.rel_err()) && r.rel_err() <= bound &&
-         r.max_unit_rel_err <= bound;
+  return r.nonfinite == 0 && r.bad_padding == 0 && std::isfinite(r.rel_err()) &&
+         r.rel_err() <= bound && r.max_unit_rel_err <= bound;
 }
 
 void CaseVerdict::add(const std::vector<OracleResult>& per_rank) {

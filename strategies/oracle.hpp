@@ -1,7 +1,7 @@
 #pragma once
 // The oracle's judgement (docs/DESIGN.md §5): the error bound of a case from its roundings, whether
-// the bound can tell a lost micro-batch from rounding, and the verdict over a rank's shards and over
-// the checked steps of a case. The generator and the per-element comparison it judges are
+// the bound can tell a lost micro-batch from rounding, and the verdict over a rank's shards and
+// over the checked steps of a case. The generator and the per-element comparison it judges are
 // common/gradient_gen.hpp and common/shard_check.hpp; the step driver collects the sums.
 #include <cstdint>
 #include <vector>

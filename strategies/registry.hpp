@@ -22,8 +22,9 @@ namespace shardaccum {
 struct AxisValueInfo {
   std::string name;         // as on the command line and in case names, e.g. "gpu-add"
   std::string description;  // one line, for --help and the report
-  std::string follows;      // the real system(s) it follows, with the function, e.g. "FSDP2 foreach_reduce"
-  int order = 0;            // report order within the axis (ties: by name)
+  std::string
+      follows;    // the real system(s) it follows, with the function, e.g. "FSDP2 foreach_reduce"
+  int order = 0;  // report order within the axis (ties: by name)
   /// How many units the backward may run ahead of the reduce-scatters (docs/DESIGN.md §2): 0, the
   /// only value the step driver implements today, makes the compute stream wait for each one.
   uint32_t backward_ahead = 0;
@@ -31,8 +32,8 @@ struct AxisValueInfo {
 
 /// What a value's factory may need to know of the case.
 struct AxisArgs {
-  size_t units = 0;     // flat parameters of the layout
-  DTypeTriple dtypes;   // grad-reduce-accum
+  size_t units = 0;    // flat parameters of the layout
+  DTypeTriple dtypes;  // grad-reduce-accum
 };
 
 /// One axis's values. `Interface` names its axis in `static constexpr const char* kAxis`.
@@ -53,10 +54,12 @@ class AxisRegistry {
   }
 
   /// Registers a value; returns true so that a namespace-scope `const bool` can hold the call.
-  /// Throws std::logic_error for a duplicate or empty name, or backward_ahead > 0 (not implemented).
+  /// Throws std::logic_error for a duplicate or empty name, or backward_ahead > 0 (not
+  /// implemented).
   bool add(AxisValueInfo info, Factory make) {
     if (info.name.empty() || find(info.name))
-      throw std::logic_error(std::string(Interface::kAxis) + ": value '" + info.name + "' registered twice or unnamed");
+      throw std::logic_error(std::string(Interface::kAxis) + ": value '" + info.name +
+                             "' registered twice or unnamed");
     if (info.backward_ahead != 0)
       throw std::logic_error(std::string(Interface::kAxis) + " '" + info.name +
                              "': backward_ahead > 0 is not implemented by the step driver");
@@ -84,8 +87,8 @@ class AxisRegistry {
     if (const Entry* e = find(name)) return *e;
     std::string list;
     for (const Entry& e : entries_) list += (list.empty() ? "" : ", ") + e.info.name;
-    throw std::invalid_argument("--" + std::string(Interface::kAxis) + ": unknown value '" + std::string(name) +
-                                "' (expected " + list + ")");
+    throw std::invalid_argument("--" + std::string(Interface::kAxis) + ": unknown value '" +
+                                std::string(name) + "' (expected " + list + ")");
   }
   /// A new instance of value `name`. Throws std::invalid_argument as at().
   std::unique_ptr<Interface> make(std::string_view name, const AxisArgs& args) const {
@@ -99,8 +102,10 @@ class AxisRegistry {
 namespace detail {
 template <class Interface, class Value>
 std::unique_ptr<Interface> construct(const AxisArgs& args) {
-  if constexpr (std::is_constructible_v<Value, const AxisArgs&>) return std::make_unique<Value>(args);
-  else return std::make_unique<Value>();
+  if constexpr (std::is_constructible_v<Value, const AxisArgs&>)
+    return std::make_unique<Value>(args);
+  else
+    return std::make_unique<Value>();
 }
 }  // namespace detail
 
@@ -108,8 +113,10 @@ std::unique_ptr<Interface> construct(const AxisArgs& args) {
 
 /// In a value's .cpp, inside namespace shardaccum: registers class `Value` (constructible from
 /// AxisArgs or by default) as a value of `Interface`'s axis with the AxisValueInfo given after it.
-#define SHARDACCUM_REGISTER_VALUE(Interface, Value, ...)                                        \
-  namespace {                                                                                   \
-  [[maybe_unused]] const bool kRegistered##Value = ::shardaccum::AxisRegistry<Interface>::get().add( \
-      ::shardaccum::AxisValueInfo __VA_ARGS__, &::shardaccum::detail::construct<Interface, Value>); \
+#define SHARDACCUM_REGISTER_VALUE(Interface, Value, ...)                                           \
+  namespace {                                                                                      \
+  [[maybe_unused]] const bool kRegistered##Value =                                                 \
+      ::shardaccum::AxisRegistry<Interface>::get().add(                                            \
+          ::shardaccum::AxisValueInfo __VA_ARGS__,                                                 \
+          &::shardaccum::detail::construct<Interface, Value>);                                     \
   }

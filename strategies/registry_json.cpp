@@ -9,8 +9,8 @@ namespace {
 using nlohmann::json;
 
 template <class Interface>
-json axis(const std::vector<std::string>& default_matrix, const char* default_value, bool always_named,
-          json (*properties)(const Interface&)) {
+json axis(const std::vector<std::string>& default_matrix, const char* default_value,
+          bool always_named, json (*properties)(const Interface&)) {
   json values = json::array();
   for (const auto& e : AxisRegistry<Interface>::get().entries()) {
     const auto instance = e.make(AxisArgs{1, {}});
@@ -40,8 +40,9 @@ json canonical_schedules() {
   json out = json::array();
   for (const CanonicalSchedule& c : kCanonicalSchedules) {
     const bool constant = c.head == CanonicalSchedule::Head::constant;
-    json head = constant ? json{{"kind", "constant"}, {"letter", std::string(1, c.letter)}}
-                         : json{{"kind", "alternating"}, {"at_k_minus_2", std::string(1, c.letter)}};
+    json head = constant
+                    ? json{{"kind", "constant"}, {"letter", std::string(1, c.letter)}}
+                    : json{{"kind", "alternating"}, {"at_k_minus_2", std::string(1, c.letter)}};
     out.push_back({{"name", c.name},
                    {"description", c.description},
                    {"min_k", kCanonicalMinK},
@@ -73,7 +74,8 @@ json registry_json() {
             axis<OffloadPolicy>(d.offload, defaults.offload.c_str(), true, &offload_properties),
             axis<ModeTracking>(d.mode, defaults.mode.c_str(), true, &no_properties<ModeTracking>),
             axis<Division>(d.division, kDefaultDivision, false, &no_properties<Division>)}},
-          {"name_parts", {"model", "world", "schedule", "binding", "offload", "mode", "division", "dtype"}},
+          {"name_parts",
+           {"model", "world", "schedule", "binding", "offload", "mode", "division", "dtype"}},
           {"presets", presets},
           {"canonical_schedules", canonical_schedules()},
           {"dtypes", std::vector<std::string>(std::begin(kDtypeTriples), std::end(kDtypeTriples))},

@@ -27,7 +27,8 @@ Schedule canonical_schedule(std::string_view name, int k) {
                                 "interleaved-sync-last) nor a string of n/S ending in S");
   if (k < kCanonicalMinK)
     throw std::invalid_argument("--schedule " + std::string(name) + " needs --k >= 3 (got " +
-                                std::to_string(k) + "); give a literal schedule such as 'nS' instead");
+                                std::to_string(k) +
+                                "); give a literal schedule such as 'nS' instead");
   std::string m;
   const char other = c->letter == 'n' ? 'S' : 'n';
   for (int i = 0; i < k - 1; ++i)
@@ -38,18 +39,22 @@ Schedule canonical_schedule(std::string_view name, int k) {
 
 Schedule parse_schedule(std::string_view text, int k) {
   if (text.empty())
-    throw std::invalid_argument("--schedule is empty: give n/S letters ending in S (e.g. nnnS) or a "
-                                "canonical name (no-sync, sync, interleaved-nosync-last, "
-                                "interleaved-sync-last)");
+    throw std::invalid_argument(
+        "--schedule is empty: give n/S letters ending in S (e.g. nnnS) or a "
+        "canonical name (no-sync, sync, interleaved-nosync-last, "
+        "interleaved-sync-last)");
   if (text.find_first_not_of("nS") != std::string_view::npos) return canonical_schedule(text, k);
   if (text.size() > static_cast<size_t>(kMaxMicroBatches))
-    throw std::invalid_argument("--schedule '" + quoted(text) + "' has " + std::to_string(text.size()) +
-                                " micro-batches, above the limit of " + std::to_string(kMaxMicroBatches) +
-                                " (as for --k); give a shorter schedule");
+    throw std::invalid_argument(
+        "--schedule '" + quoted(text) + "' has " + std::to_string(text.size()) +
+        " micro-batches, above the limit of " + std::to_string(kMaxMicroBatches) +
+        " (as for --k); give a shorter schedule");
   if (text.back() != 'S')
-    throw std::invalid_argument("--schedule '" + quoted(text) +
-                                "' must end in S: the last micro-batch of a step has to reduce-scatter "
-                                "(e.g. '" + (text.size() <= 80 ? std::string(text) + "S" : "nnnS") + "')");
+    throw std::invalid_argument(
+        "--schedule '" + quoted(text) +
+        "' must end in S: the last micro-batch of a step has to reduce-scatter "
+        "(e.g. '" +
+        (text.size() <= 80 ? std::string(text) + "S" : "nnnS") + "')");
   return Schedule{std::string(text)};
 }
 

@@ -17,8 +17,8 @@ struct Schedule {
 };
 
 /// A canonical schedule of docs/DESIGN.md §1 as a rule for any K >= kCanonicalMinK: the first K-1
-/// micro-batches (the head), then S. `constant`: K-1 times `letter`; `alternating`: micro-batch i is
-/// `letter` when K-2-i is even, the other letter when odd (so micro-batch K-2 is `letter`). The
+/// micro-batches (the head), then S. `constant`: K-1 times `letter`; `alternating`: micro-batch i
+/// is `letter` when K-2-i is even, the other letter when odd (so micro-batch K-2 is `letter`). The
 /// registry JSON carries the same rule (strategies/registry_json.hpp).
 struct CanonicalSchedule {
   enum class Head : uint8_t { constant, alternating };
@@ -31,7 +31,8 @@ inline constexpr int kCanonicalMinK = 3;
 
 /// The four cases of the 2022 FSDP review, in report order.
 inline constexpr CanonicalSchedule kCanonicalSchedules[] = {
-    {"no-sync", "n^(K-1)S: inside no_sync() but for the last micro-batch", CanonicalSchedule::Head::constant, 'n'},
+    {"no-sync", "n^(K-1)S: inside no_sync() but for the last micro-batch",
+     CanonicalSchedule::Head::constant, 'n'},
     {"sync", "S^K: a reduce-scatter every micro-batch", CanonicalSchedule::Head::constant, 'S'},
     {"interleaved-nosync-last", "n and S alternate, micro-batch K-2 is n (K=4: nSnS)",
      CanonicalSchedule::Head::alternating, 'n'},

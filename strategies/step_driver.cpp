@@ -37,10 +37,18 @@ void StepDriver::agree_before_collective() {
 void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode) {
   strategy_.prepare_backward(u, mb, mode);
   const bool accumulate = static_cast<bool>(u.grad);  // grad += g(mb) after an n, else grad = g(mb)
-  if (!accumulate) u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
+  if (!accumulate)
+    u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
   nvtx::PhaseRange r(Phase::backward, u.grad.bytes(), be_.rank());
-  const GradKey key{plan_.seed, step, static_cast<uint32_t>(mb), static_cast<uint32_t>(be_.rank()),
-                    u.index, u.numel, plan_.gen, dyadic_max_, u.shard};
+  const GradKey key{plan_.seed,
+                    step,
+                    static_cast<uint32_t>(mb),
+                    static_cast<uint32_t>(be_.rank()),
+                    u.index,
+                    u.numel,
+                    plan_.gen,
+                    dyadic_max_,
+                    u.shard};
   be_.generate(u.grad, key, accumulate, Stream::compute);
 }
 
@@ -77,7 +85,8 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
     nvtx::ScopedRange step_range(label.c_str(), be_.rank());
     for (int mb = 0; mb < plan_.schedule.k(); ++mb) {
       const MicroBatchMode mode = plan_.schedule.at(mb);
-      const std::string mb_label = "micro-batch " + std::to_string(mb) + " " + static_cast<char>(mode);
+      const std::string mb_label =
+          "micro-batch " + std::to_string(mb) + " " + static_cast<char>(mode);
       nvtx::ScopedRange mb_range(mb_label.c_str(), be_.rank());
       for (auto it = units_.rbegin(); it != units_.rend(); ++it) {  // backward: last unit first
         const std::string unit_label = "unit " + std::to_string(it->index) + " " + it->name;
@@ -110,12 +119,22 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
   agree_before_collective();
   for (UnitGrad& u : units_) {
     if (check && oracle) {
-      const OracleKey key{plan_.seed,     step,     static_cast<uint32_t>(plan_.schedule.k()),
-                          static_cast<uint32_t>(be_.world_size()), static_cast<uint32_t>(be_.rank()),
-                          u.index,        u.numel,  u.shard * static_cast<uint64_t>(be_.rank()),
-                          plan_.gen,      plan_.dtypes.grad, dyadic_max_, u.shard};
-      if (u.saved) oracle->merge(be_.check_shard(u.saved, key));
-      else oracle->nonfinite += u.shard;  // no gradient at all: as wrong as NaN
+      const OracleKey key{plan_.seed,
+                          step,
+                          static_cast<uint32_t>(plan_.schedule.k()),
+                          static_cast<uint32_t>(be_.world_size()),
+                          static_cast<uint32_t>(be_.rank()),
+                          u.index,
+                          u.numel,
+                          u.shard * static_cast<uint64_t>(be_.rank()),
+                          plan_.gen,
+                          plan_.dtypes.grad,
+                          dyadic_max_,
+                          u.shard};
+      if (u.saved)
+        oracle->merge(be_.check_shard(u.saved, key));
+      else
+        oracle->nonfinite += u.shard;  // no gradient at all: as wrong as NaN
     }
     u.saved.reset();  // released (None) for the next step
     u.grad.reset();

@@ -18,7 +18,8 @@ void validate(const StrategySpec& s) {
   (void)DivisionRegistry::get().at(s.division);
 }
 
-AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t units, DTypeTriple dtypes)
+AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t units,
+                                           DTypeTriple dtypes)
     : spec_(spec), dtypes_(dtypes) {
   const AxisArgs args{units, dtypes};
   mode_ = ModeRegistry::get().make(spec.mode, args);

@@ -1,6 +1,6 @@
 #pragma once
-// The strategy (docs/DESIGN.md §3): one value of each axis — binding, offload, mode, division — each
-// a small state machine or policy in a file of its own under strategies/<axis>/, registered by
+// The strategy (docs/DESIGN.md §3): one value of each axis — binding, offload, mode, division —
+// each a small state machine or policy in a file of its own under strategies/<axis>/, registered by
 // name (strategies/registry.hpp), composed here behind one AccumulationStrategy whose hooks the
 // step driver calls.
 #include <memory>
@@ -24,8 +24,9 @@ struct StrategySpec {
   std::string offload = "none";
   std::string mode = "flag";
   std::string division = "end";
-  /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default (kDefaultDivision):
-  /// an axis added later at its default leaves names, filters and compare baselines as they were.
+  /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default
+  /// (kDefaultDivision): an axis added later at its default leaves names, filters and compare
+  /// baselines as they were.
   std::string name() const;
   bool operator==(const StrategySpec&) const = default;
 };
@@ -53,7 +54,8 @@ class AccumulationStrategy {
   void prepare_backward(UnitGrad& u, int mb, MicroBatchMode mode);
   /// THE variable part: fold the reduce-scatter result `out` into the saved shard.
   void accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb);
-  /// Make the saved shard the mean over ranks (the division axis); then it is ready for the optimizer.
+  /// Make the saved shard the mean over ranks (the division axis); then it is ready for the
+  /// optimizer.
   void finalize(RankBackend& be, UnitGrad& u);
 
  private:

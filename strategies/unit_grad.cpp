@@ -3,8 +3,8 @@
 namespace shardaccum {
 
 std::string AddSite::describe() const {
-  return "unit " + std::to_string(unit) + (unit_name ? " (" + *unit_name + ")" : "") + ", micro-batch " +
-         std::to_string(micro_batch);
+  return "unit " + std::to_string(unit) + (unit_name ? " (" + *unit_name + ")" : "") +
+         ", micro-batch " + std::to_string(micro_batch);
 }
 
 }  // namespace shardaccum

@@ -32,14 +32,15 @@ namespace shardaccum {
 /// that a long run can be checked to stay flat (the same figures at step 2 and step 60). 0 where a
 /// backend has no such thing (the host backend has no device, pool or events).
 struct MemorySnapshot {
-  uint64_t device_free_bytes = 0;      // cudaMemGetInfo's free bytes on the rank's GPU
-  uint64_t pool_reserved_bytes = 0;    // the device pool's reserved bytes (cudaMemPoolAttrReservedMemCurrent)
+  uint64_t device_free_bytes = 0;  // cudaMemGetInfo's free bytes on the rank's GPU
+  uint64_t pool_reserved_bytes =
+      0;  // the device pool's reserved bytes (cudaMemPoolAttrReservedMemCurrent)
   uint64_t pool_used_bytes = 0;        // of which in use (cudaMemPoolAttrUsedMemCurrent)
   uint64_t pinned_capacity_bytes = 0;  // pinned host memory the rank's arena holds
   uint64_t live_events = 0;            // CUDA events the rank has created (timing, marks, user)
   uint64_t live_buffers = 0;           // buffers allocated and not yet freed
-  uint64_t cupti_records = 0;          // CUPTI activity records held by the collector (process-wide)
-  uint64_t host_rss_bytes = 0;         // the process's resident set (/proc/self/statm)
+  uint64_t cupti_records = 0;   // CUPTI activity records held by the collector (process-wide)
+  uint64_t host_rss_bytes = 0;  // the process's resident set (/proc/self/statm)
 };
 
 /// The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
@@ -78,7 +79,8 @@ class RankBackend : public BufferOwner {
   /// the next units). The default runs it at once. end_step waits for every task; an exception
   /// from a task is rethrown by end_step.
   // By value: an override moves it into its queue.
-  virtual void host_task(Event e, std::function<void()> task) {  // NOLINT(performance-unnecessary-value-param)
+  virtual void
+  host_task(Event e, std::function<void()> task) {  // NOLINT(performance-unnecessary-value-param)
     host_wait(e);
     task();
   }

@@ -31,7 +31,7 @@ uint64_t cuda_device_free_bytes(int device) noexcept {
     return 0;
   }
   cuda::log_cuda_error(cudaSetDevice(previous), "cudaSetDevice",
-                 "cuda_device_free_bytes: restoring device " + std::to_string(previous));
+                       "cuda_device_free_bytes: restoring device " + std::to_string(previous));
   return free;
 }
 
@@ -53,7 +53,8 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
                                 std::to_string(count) +
                                 " GPU(s) are visible (one process per GPU: launch at most as many "
                                 "processes per node as GPUs)");
-  if (opts.process_rank < 0 && (opts.first_device < 0 || opts.first_device + opts.world_size > count))
+  if (opts.process_rank < 0 &&
+      (opts.first_device < 0 || opts.first_device + opts.world_size > count))
     throw std::invalid_argument(
         "--world-size " + std::to_string(opts.world_size) +
         ": the cuda backend needs one GPU per rank, but " + std::to_string(count) +

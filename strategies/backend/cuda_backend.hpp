@@ -6,8 +6,8 @@
 // A plain C++ header: no CUDA or NCCL header is needed to include it.
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "strategies/backend/backend.hpp"
 
@@ -24,7 +24,8 @@ struct CudaBackendOptions {
   /// Host tasks (the CPU adds, pinned finalize) that may be pending behind a rank's thread, run
   /// in order by one worker thread per rank; 0 runs each at once on the rank's thread.
   int host_task_depth = 2;
-  /// Measure the ceilings (docs/DESIGN.md §6) at construction; measure_cuda_ceilings() does it later.
+  /// Measure the ceilings (docs/DESIGN.md §6) at construction; measure_cuda_ceilings() does it
+  /// later.
   bool measure_ceilings = true;
   uint64_t ceiling_copy_bytes = 256ull << 20;          // per rank and direction
   uint64_t ceiling_device_copy_bytes = 512ull << 20;   // per rank

@@ -1,6 +1,6 @@
-// Ceilings (docs/DESIGN.md §6), measured the way the strategies use the hardware: every rank at once
-// (a barrier starts each measurement together), on the rank's own streams, both copy directions
-// at once for `bidir`. Per rank figures in GB/s (1e9 B/s), averaged over the ranks.
+// Ceilings (docs/DESIGN.md §6), measured the way the strategies use the hardware: every rank at
+// once (a barrier starts each measurement together), on the rank's own streams, both copy
+// directions at once for `bidir`. Per rank figures in GB/s (1e9 B/s), averaged over the ranks.
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -102,8 +102,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
     // generator, so the step's accumulate_frac_ceiling is lower than the kernel's own.
     res[r].accumulate = gbps(3.0 * db, timed(
                                            [&] {
-                                             launch_add(dbuf.get(), DType::fp32, da.get(), DType::fp32,
-                                                        db / 4, false, compute);
+                                             launch_add(dbuf.get(), DType::fp32, da.get(),
+                                                        DType::fp32, db / 4, false, compute);
                                            },
                                            {compute}, 10));
 
@@ -164,7 +164,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
     res.assign(n, RankCeilings{});
     for (int r = 0; r < n; ++r) {
       if (all[r].size() != sizeof(RankCeilings))
-        throw CudaError("ceilings: rank " + std::to_string(r) + " sent " + std::to_string(all[r].size()) + " bytes");
+        throw CudaError("ceilings: rank " + std::to_string(r) + " sent " +
+                        std::to_string(all[r].size()) + " bytes");
       std::memcpy(&res[r], all[r].data(), sizeof(RankCeilings));
     }
   }

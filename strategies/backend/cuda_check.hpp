@@ -31,27 +31,27 @@ struct WaitTimeout : CudaError {
 [[noreturn]] void throw_cuda(cudaError_t e, const char* call, const char* file, int line);
 [[noreturn]] void throw_nccl(ncclResult_t r, const char* call, const char* file, int line);
 
-#define SA_CUDA_CHECK(call)                                               \
-  do {                                                                    \
-    const cudaError_t sa_err_ = (call);                                   \
-    if (sa_err_ != cudaSuccess)                                           \
-      ::shardaccum::cuda::throw_cuda(sa_err_, #call, __FILE__, __LINE__); \
+#define SA_CUDA_CHECK(call)                                                                        \
+  do {                                                                                             \
+    const cudaError_t sa_err_ = (call);                                                            \
+    if (sa_err_ != cudaSuccess)                                                                    \
+      ::shardaccum::cuda::throw_cuda(sa_err_, #call, __FILE__, __LINE__);                          \
   } while (0)
 
 /// For calls on a non-blocking communicator: ncclInProgress is not an error (settle() follows).
-#define SA_NCCL_CHECK(call)                                               \
-  do {                                                                    \
-    const ncclResult_t sa_res_ = (call);                                  \
-    if (sa_res_ != ncclSuccess && sa_res_ != ncclInProgress)              \
-      ::shardaccum::cuda::throw_nccl(sa_res_, #call, __FILE__, __LINE__); \
+#define SA_NCCL_CHECK(call)                                                                        \
+  do {                                                                                             \
+    const ncclResult_t sa_res_ = (call);                                                           \
+    if (sa_res_ != ncclSuccess && sa_res_ != ncclInProgress)                                       \
+      ::shardaccum::cuda::throw_nccl(sa_res_, #call, __FILE__, __LINE__);                          \
   } while (0)
 
 /// Checks the last kernel launch (cudaErrorNotReady, left by an event query, is no error).
-#define SA_CUDA_LAUNCH_CHECK(what)                                                    \
-  do {                                                                                \
-    const cudaError_t sa_err_ = cudaGetLastError();                                   \
-    if (sa_err_ != cudaSuccess && sa_err_ != cudaErrorNotReady)                       \
-      ::shardaccum::cuda::throw_cuda(sa_err_, "launch of " what, __FILE__, __LINE__); \
+#define SA_CUDA_LAUNCH_CHECK(what)                                                                 \
+  do {                                                                                             \
+    const cudaError_t sa_err_ = cudaGetLastError();                                                \
+    if (sa_err_ != cudaSuccess && sa_err_ != cudaErrorNotReady)                                    \
+      ::shardaccum::cuda::throw_cuda(sa_err_, "launch of " what, __FILE__, __LINE__);              \
   } while (0)
 
 /// How long to wait and what else ends a wait.

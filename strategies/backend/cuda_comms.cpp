@@ -14,8 +14,9 @@ void CudaWorld::init_comms() {
   if (multi_process()) {
     // The id came through the rendezvous, once: a second communicator would need a second one.
     if (opts_.nccl_id.empty())
-      throw NcclError("the communicator of this multi-process launch was aborted after a failure and "
-                      "cannot be rebuilt without a new rendezvous; relaunch");
+      throw NcclError(
+          "the communicator of this multi-process launch was aborted after a failure and "
+          "cannot be rebuilt without a new rendezvous; relaunch");
     std::memcpy(&id, opts_.nccl_id.data(), sizeof id);
     opts_.nccl_id.clear();
   } else {
@@ -32,8 +33,9 @@ void CudaWorld::init_comms() {
     ranks_[i]->set_comm(UniqueComm(c));  // even a failed one: destroy_comms aborts it
     if (res != ncclSuccess && res != ncclInProgress)
       throw_nccl(res, "ncclCommInitRankConfig", __FILE__, __LINE__);
-    settle(c, policy(), who + "ncclCommInitRankConfig" +
-                            (multi_process() ? " (waiting for every process of the launch)" : ""));
+    settle(c, policy(),
+           who + "ncclCommInitRankConfig" +
+               (multi_process() ? " (waiting for every process of the launch)" : ""));
     if (multi_process()) ranks_[i]->set_link(std::make_unique<ProcessLink>(c, r, n, policy(), who));
   });
   for (const auto& e : errors)
@@ -67,7 +69,7 @@ void CudaWorld::destroy_comms(bool abort, const std::string& why) noexcept {
       c.finalize(p, who);
     } catch (...) {
       c.abort(who + ": abort after a failed finalize");  // held only when finalize itself failed
-      throw;  // reported below
+      throw;                                             // reported below
     }
   });
   for (size_t r = 0; r < errors.size(); ++r)

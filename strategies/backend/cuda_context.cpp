@@ -52,9 +52,10 @@ void CudaWorld::build_static_context() {
       {"backend", "cuda"},
       {"time_domain", "CUDA events on each rank's streams"},
       {"world_size", opts_.world_size},
-      {"launch", multi_process() ? "one process per GPU (--launcher env); this context is rank 0's, "
-                                   "its pinned arena figures are rank 0's own"
-                                 : "one process, a thread per rank (--launcher threads)"},
+      {"launch", multi_process()
+                     ? "one process per GPU (--launcher env); this context is rank 0's, "
+                       "its pinned arena figures are rank 0's own"
+                     : "one process, a thread per rank (--launcher threads)"},
       {"device_count", count},
       {"devices", devices},
       {"driver_version", version_string(driver)},
@@ -76,7 +77,9 @@ nlohmann::json CudaWorld::context() const {
   nlohmann::json j = static_context_;
   j["bytes_source"] = collector_ ? "cupti" : "backend accounting";
   j["cupti_kernels"] = collector_ && opts_.cupti_kernels ? "on" : "off";
-  j["cupti"] = collector_ ? "on" : (opts_.cupti ? "off (another CUPTI subscriber, e.g. Nsight Systems)" : "off (--cupti off)");
+  j["cupti"] = collector_ ? "on"
+                          : (opts_.cupti ? "off (another CUPTI subscriber, e.g. Nsight Systems)"
+                                         : "off (--cupti off)");
   nlohmann::json growths = nlohmann::json::array(), capacity = nlohmann::json::array();
   for (const auto& r : ranks_) {
     growths.push_back(r->pinned_growths());

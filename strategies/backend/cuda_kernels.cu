@@ -85,9 +85,7 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
   const GenParams params = gen_params(key);
-  auto g_at = [&](uint64_t i) {
-    return i >= key.numel ? 0.0f : grad_value_at(params, i);
-  };
+  auto g_at = [&](uint64_t i) { return i >= key.numel ? 0.0f : grad_value_at(params, i); };
   uint64_t done = 0;
   if constexpr (Vec) {
     const uint64_t nv = n / kVec;
@@ -153,7 +151,8 @@ __global__ void add_f32_kernel(float* __restrict__ dst, const float* __restrict_
     }
 #pragma unroll
     for (int k = 0; k < kF32Unroll; ++k) {
-      if constexpr (!Assign) a[k] = make_float4(b[k].x + a[k].x, b[k].y + a[k].y, b[k].z + a[k].z, b[k].w + a[k].w);
+      if constexpr (!Assign)
+        a[k] = make_float4(b[k].x + a[k].x, b[k].y + a[k].y, b[k].z + a[k].z, b[k].w + a[k].w);
       __stcs(d4 + i + k * stride, a[k]);
     }
   }

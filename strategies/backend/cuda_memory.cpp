@@ -82,13 +82,14 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
       SA_CUDA_CHECK(clear_last_error({cudaErrorMemoryAllocation, cudaErrorNotReady}));
       uint64_t used = 0, reserved = 0;
       SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemCurrent, &used));
-      SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrReservedMemCurrent, &reserved));
+      SA_CUDA_CHECK(
+          cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrReservedMemCurrent, &reserved));
       size_t free = 0, total = 0;
       SA_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-      throw CudaError(who("allocate") + ": out of device memory allocating " + std::to_string(bytes) +
-                      " bytes (pool: " + std::to_string(used) + " bytes in use, " + std::to_string(reserved) +
-                      " reserved; device: " + std::to_string(free) + " of " + std::to_string(total) +
-                      " bytes free)");
+      throw CudaError(who("allocate") + ": out of device memory allocating " +
+                      std::to_string(bytes) + " bytes (pool: " + std::to_string(used) +
+                      " bytes in use, " + std::to_string(reserved) + " reserved; device: " +
+                      std::to_string(free) + " of " + std::to_string(total) + " bytes free)");
     }
     if (e != cudaSuccess) throw_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
     // Another stream may use the memory only after the allocation's point on this one.

@@ -15,7 +15,6 @@ namespace {
 ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : ncclBfloat16; }
 }  // namespace
 
-
 void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   set_device(device_);
   Lock l(mu_);
@@ -124,8 +123,8 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
   cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
   ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
   const ncclResult_t r =
-      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()), ncclSum, comm_.get(),
-                        stream(Stream::comm));
+      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()), ncclSum,
+                        comm_.get(), stream(Stream::comm));
   if (r == ncclInProgress)
     settle(comm_.get(), policy(), who("ncclReduceScatter"));
   else if (r != ncclSuccess)

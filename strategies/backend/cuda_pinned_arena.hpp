@@ -1,7 +1,7 @@
 #pragma once
-// Pinned host memory pinned once (docs/DESIGN.md §4): cudaHostAlloc'd chunks handed out by a first-fit
-// allocator, so allocating and freeing in a step costs no pinning. A request that fits nowhere
-// pins one more chunk (counted: a growth inside a measured step distorts its time).
+// Pinned host memory pinned once (docs/DESIGN.md §4): cudaHostAlloc'd chunks handed out by a
+// first-fit allocator, so allocating and freeing in a step costs no pinning. A request that fits
+// nowhere pins one more chunk (counted: a growth inside a measured step distorts its time).
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -49,7 +49,8 @@ ProcessLink::~ProcessLink() {
 }
 
 void ProcessLink::usable(const std::string& what) const {
-  if (!comm_ || broken_) throw NcclError(what + ": the process link broke after an earlier failure");
+  if (!comm_ || broken_)
+    throw NcclError(what + ": the process link broke after an earlier failure");
 }
 
 void ProcessLink::settle_call(ncclResult_t r, const char* call, const WaitPolicy& policy,

@@ -36,8 +36,8 @@ class ProcessLink {
   /// A peer that never arrives: WaitTimeout after policy.timeout_s (the link is then unusable).
   bool any(bool mine, const WaitPolicy& policy, const std::string& what);
   /// Every rank's bytes, in rank order (sizes may differ). Throws as `any`.
-  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine, const WaitPolicy& policy,
-                                              const std::string& what);
+  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine,
+                                              const WaitPolicy& policy, const std::string& what);
   /// Marks the link unusable without calling NCCL (a peer failed): later calls throw NcclError.
   void abandon() noexcept { broken_ = true; }
 
@@ -45,7 +45,8 @@ class ProcessLink {
   /// Throws NcclError when the link broke earlier.
   void usable(const std::string& what) const;
   /// Settles the non-blocking NCCL call that returned `r`; on failure marks the link broken.
-  void settle_call(ncclResult_t r, const char* call, const WaitPolicy& policy, const std::string& what);
+  void settle_call(ncclResult_t r, const char* call, const WaitPolicy& policy,
+                   const std::string& what);
   /// Waits for the link stream; on failure marks the link broken and rethrows.
   void finish(const WaitPolicy& policy, const std::string& what);
 

@@ -41,8 +41,8 @@ CudaRank::~CudaRank() {
     // logged and the shutdown goes on (the pool is destroyed next either way).
     for (auto& [p, a] : allocs_)
       if (a.space == MemSpace::device)
-        log_cuda_error(cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute)), "cudaFreeAsync",
-                       who("shutdown"));
+        log_cuda_error(cudaFreeAsync(const_cast<void*>(p), stream(Stream::compute)),
+                       "cudaFreeAsync", who("shutdown"));
     log_cuda_error(cudaStreamSynchronize(stream(Stream::compute)), "cudaStreamSynchronize",
                    who("shutdown"));
   } catch (const std::exception& e) {

@@ -145,7 +145,8 @@ class CudaRank final : public RankBackend {
   Alloc& live(const Buffer& b, const char* op, const char* role);
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
   cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
-  void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses, bool is_copy = false);
+  void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
+                  bool is_copy = false);
   /// --trace without CUPTI's kernel records: the step's GPU ops from the backend's own CUDA events,
   /// one event per op on its stream's track, placed by their time since the step's start event.
   void trace_ops_from_events();

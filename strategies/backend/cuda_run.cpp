@@ -23,8 +23,8 @@ void CudaWorld::run(const std::function<void(RankBackend&)>& fn) {
       // what settling finds besides is reported, not lost.
       try {
         if (std::exception_ptr task = rank.settle_tasks(true))
-          std::fprintf(stderr, "shardaccum cuda: rank %d: a host task failed too: %s\n", rank.rank(),
-                       error_text(task).c_str());
+          std::fprintf(stderr, "shardaccum cuda: rank %d: a host task failed too: %s\n",
+                       rank.rank(), error_text(task).c_str());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "shardaccum cuda: rank %d: settling host tasks after a failure: %s\n",
                      rank.rank(), e.what());
@@ -64,15 +64,19 @@ void CudaWorld::recover(const std::vector<std::exception_ptr>& errors) {
     }
   }
   if (abort) {
-    const auto first = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return bool(e); });
-    destroy_comms(true, first != errors.end() ? error_text(*first) : "");  // multi-process: abandons
+    const auto first =
+        std::find_if(errors.begin(), errors.end(), [](const auto& e) { return bool(e); });
+    destroy_comms(true,
+                  first != errors.end() ? error_text(*first) : "");  // multi-process: abandons
     if (multi_process()) return;  // its streams may hold a collective that never ends: no drain
   }
   auto drained = run_ranks([&](int r) {
     ranks_[r]->recover(WaitPolicy{std::min(opts_.timeout_s, 60.0), nullptr, heartbeat()});
   });
   for (size_t r = 0; r < drained.size(); ++r) {
-    if (drained[r]) dead_ = "rank " + std::to_string(r) + " did not drain after a failure: " + error_text(drained[r]);
+    if (drained[r])
+      dead_ =
+          "rank " + std::to_string(r) + " did not drain after a failure: " + error_text(drained[r]);
   }
 }
 
@@ -83,7 +87,8 @@ void CudaWorld::release_cached_memory() {
     UniqueEvent idle(false);
     for (Stream st : {Stream::compute, Stream::comm, Stream::copy}) {
       SA_CUDA_CHECK(cudaEventRecord(idle.get(), r.stream(st)));
-      wait_event(idle.get(), r.comm(), policy(), "rank " + std::to_string(r.rank()) + ": release cached memory");
+      wait_event(idle.get(), r.comm(), policy(),
+                 "rank " + std::to_string(r.rank()) + ": release cached memory");
     }
     r.observe_idle_streams();  // else the trim cannot give back what another stream freed
     SA_CUDA_CHECK(cudaMemPoolTrimTo(r.pool(), 0));
@@ -95,12 +100,14 @@ void CudaWorld::release_cached_memory() {
 void CudaWorld::allgather(std::vector<std::vector<uint8_t>>& per_rank) {
   if (!multi_process()) return;
   if (!dead_.empty()) throw CudaError("cuda backend unusable: " + dead_);
-  if (!comms_ok_ || !ranks_[0]->link()) throw NcclError("allgather: no process link (aborted after a failure)");
+  if (!comms_ok_ || !ranks_[0]->link())
+    throw NcclError("allgather: no process link (aborted after a failure)");
   Busy busy(*this);
   auto errors = run_ranks([&](int) {
     CudaRank& r = *ranks_[0];
     per_rank = r.link()->allgather(per_rank.at(r.rank()), policy(),
-                                   "rank " + std::to_string(r.rank()) + ": gathering every rank's figures");
+                                   "rank " + std::to_string(r.rank()) +
+                                       ": gathering every rank's figures");
   });
   if (errors[0]) {
     destroy_comms(true, error_text(errors[0], "gathering every rank's figures failed"));

@@ -16,7 +16,8 @@ void CudaRank::drain(const WaitPolicy& p, const std::string& what, bool watch_co
   for (int s = 0; s < kStreamCount; ++s) {
     cudaEvent_t ev = marks_.next();
     SA_CUDA_CHECK(cudaEventRecord(ev, streams_[s].get()));
-    wait_event(ev, watch_comm ? comm_.get() : nullptr, p, what + " (" + stream_name(s) + " stream)");
+    wait_event(ev, watch_comm ? comm_.get() : nullptr, p,
+               what + " (" + stream_name(s) + " stream)");
   }
 }
 
@@ -107,7 +108,8 @@ StepMetrics CudaRank::end_step() {
   m_.peak_pinned_bytes = pinned_peak_;
   m_.accounted_h2d_bytes = m_.h2d_bytes;
   m_.accounted_d2h_bytes = m_.d2h_bytes;
-  if (trace::current() && !(world_.collector() && world_.options().cupti_kernels)) trace_ops_from_events();
+  if (trace::current() && !(world_.collector() && world_.options().cupti_kernels))
+    trace_ops_from_events();
   if (auto* c = world_.collector()) {
     // Every stream is idle: the window holds all of the step's records, none of the oracle's.
     const uint64_t t_end = c->now();
@@ -119,14 +121,16 @@ StepMetrics CudaRank::end_step() {
     m_.accumulate_kernel_ms = w.accumulate_ms;
     m_.generate_kernel_ms = w.generate_ms;
     if (auto* tt = trace::current()) {
-      const uint32_t ids[3] = {c->stream_id(stream(Stream::compute)), c->stream_id(stream(Stream::comm)),
+      const uint32_t ids[3] = {c->stream_id(stream(Stream::compute)),
+                               c->stream_id(stream(Stream::comm)),
                                c->stream_id(stream(Stream::copy))};
-      gpu_activity::append_to_trace(*tt, w.records, c->clock_map(), [&](uint32_t id) -> std::string {
-        if (id == ids[0]) return "compute stream";
-        if (id == ids[1]) return "comm stream";
-        if (id == ids[2]) return "copy stream";
-        return "other stream";
-      });
+      gpu_activity::append_to_trace(*tt, w.records, c->clock_map(),
+                                    [&](uint32_t id) -> std::string {
+                                      if (id == ids[0]) return "compute stream";
+                                      if (id == ids[1]) return "comm stream";
+                                      if (id == ids[2]) return "copy stream";
+                                      return "other stream";
+                                    });
       // NVTX ranges as CUPTI saw them (every thread of the process: asked once, by local rank 0).
       if (c->markers_enabled() && local_index() == 0)
         gpu_activity::append_markers_to_trace(*tt, c->markers(cupti_t0_, t_end), c->clock_map());
@@ -149,8 +153,8 @@ void CudaRank::trace_ops_from_events() {
       return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
                                  std::chrono::duration<double, std::milli>(ms));
     };
-    tt->complete(stream_name(op.stream) + std::string(" stream"), phase_name(op.phase), "gpu op", at(t0),
-                 at(t1), {{"source", "CUDA events of the cuda backend"}});
+    tt->complete(stream_name(op.stream) + std::string(" stream"), phase_name(op.phase), "gpu op",
+                 at(t0), at(t1), {{"source", "CUDA events of the cuda backend"}});
   }
 }
 

@@ -70,7 +70,8 @@ bool CudaWorld::host_any(int slot, bool mine, const WaitPolicy& policy, const st
   }
 }
 
-void CudaWorld::all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy, const std::string& what) {
+void CudaWorld::all_ranks_barrier(CudaRank& rank, const WaitPolicy& policy,
+                                  const std::string& what) {
   host_barrier(policy, what);
   if (rank.link()) rank.link()->any(false, policy, what + " (across processes)");
 }

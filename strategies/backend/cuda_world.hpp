@@ -82,7 +82,8 @@ class CudaWorld final : public Backend {
   void destroy_comms(bool abort, const std::string& why = "") noexcept;
   void abandon(const std::string& why) noexcept;
   /// Under a multi-process launch: ends the process when a call outside the bounded waits makes no
-  /// progress for timeout_s + 15 s while ranks are busy (an NCCL or CUDA call stuck on a dead peer).
+  /// progress for timeout_s + 15 s while ranks are busy (an NCCL or CUDA call stuck on a dead
+  /// peer).
   void watchdog_loop();
   /// Marks the ranks busy for the watchdog while alive.
   struct Busy {
@@ -102,7 +103,7 @@ class CudaWorld final : public Backend {
   std::vector<std::unique_ptr<CudaRank>> ranks_;
   bool comms_ok_ = false;
   bool abandoned_ = false;
-  std::string dead_;  // why the backend can no longer run, when it cannot
+  std::string dead_;                       // why the backend can no longer run, when it cannot
   std::atomic<int64_t> busy_since_ns_{0};  // 0: idle
   std::string busy_what_;
   std::atomic<bool> watchdog_stop_{false};
@@ -117,4 +118,3 @@ class CudaWorld final : public Backend {
 [[noreturn]] void rethrow_root(const std::vector<std::exception_ptr>& errors);
 
 }  // namespace shardaccum::cuda
-

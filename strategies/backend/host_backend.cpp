@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/errors.hpp"
 #include "profiling/trace.hpp"
 #include "strategies/backend/host_elements.hpp"
 #include "strategies/backend/rank_barrier.hpp"
-#include "common/errors.hpp"
 
 namespace shardaccum {
 namespace detail {
@@ -118,14 +118,16 @@ class HostRank final : public RankBackend {
     expect_in(dst, space, "add", "accumulator");
     expect_in(src, space, "add", "addend");
     if (dst.numel() != src.numel())
-      throw BackendError("host backend: add of " + shape(src) + " into " + shape(dst) + ": numel differs");
+      throw BackendError("host backend: add of " + shape(src) + " into " + shape(dst) +
+                         ": numel differs");
     const auto t0 = Clock::now();
     const DType dt = dst.dtype(), st = src.dtype();
     void* d = dst.data();
     const void* s = src.data();
     const int64_t n = static_cast<int64_t>(dst.numel());
 #pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
+    for (int64_t i = 0; i < n; ++i)
+      detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
     // Bytes read + written: both operands read, the accumulator written.
     if (space == MemSpace::device) {
       m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
@@ -139,7 +141,8 @@ class HostRank final : public RankBackend {
   void convert(Buffer& dst, const Buffer& src, Stream s) override {
     expect_in(dst, MemSpace::device, "convert", "destination");
     expect_in(src, MemSpace::device, "convert", "source");
-    if (dst.numel() != src.numel()) throw BackendError("host backend: convert with different numel");
+    if (dst.numel() != src.numel())
+      throw BackendError("host backend: convert with different numel");
     const auto t0 = Clock::now();
     for (uint64_t i = 0; i < dst.numel(); ++i)
       detail::store(dst.data(), dst.dtype(), i, detail::load(src.data(), src.dtype(), i));
@@ -190,7 +193,8 @@ class HostRank final : public RankBackend {
     const uint64_t n = out.numel(), off = n * rank_;
     for (uint64_t j = 0; j < n; ++j) {
       float s = 0;
-      for (int r = 0; r < world_; ++r) s += detail::load(rv_->inputs[r]->data(), in.dtype(), off + j);
+      for (int r = 0; r < world_; ++r)
+        s += detail::load(rv_->inputs[r]->data(), in.dtype(), off + j);
       detail::store(out.data(), out.dtype(), j, s);
     }
     rv_->arrive("reduce_scatter");  // no rank frees its input before every rank has read its shard
@@ -200,7 +204,7 @@ class HostRank final : public RankBackend {
   }
 
   Event record(Stream) override { return Event{++events_}; }
-  void wait(Stream, Event) override {}   // one thread executes in issue order
+  void wait(Stream, Event) override {}  // one thread executes in issue order
   void host_wait(Event) override {}
 
   bool any_rank(bool mine) override {
@@ -218,8 +222,8 @@ class HostRank final : public RankBackend {
     const std::vector<uint64_t> prefixes = oracle_prefixes(key);
 #pragma omp parallel for num_threads(threads_) reduction(+ : err, ref, nonfinite, bad_padding)
     for (int64_t j = 0; j < n; ++j) {
-      check_element(key, prefixes.data(), static_cast<uint64_t>(j), detail::load(p, t, j), err, ref, nonfinite,
-                    bad_padding);
+      check_element(key, prefixes.data(), static_cast<uint64_t>(j), detail::load(p, t, j), err, ref,
+                    nonfinite, bad_padding);
     }
     c.err_norm2 = err;
     c.ref_norm2 = ref;
@@ -254,7 +258,8 @@ class HostRank final : public RankBackend {
   }
 
   static std::string shape(const Buffer& b) {
-    return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" + std::to_string(b.numel()) + "]";
+    return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" +
+           std::to_string(b.numel()) + "]";
   }
   void expect_live(const Buffer& b, const char* op, const char* role) {
     if (!b) throw BackendError(std::string("host backend: ") + op + ": " + role + " is empty");

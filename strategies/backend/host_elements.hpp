@@ -12,8 +12,10 @@ inline float load(const void* p, DType t, uint64_t i) {
 }
 
 inline void store(void* p, DType t, uint64_t i, float v) {
-  if (t == DType::fp32) static_cast<float*>(p)[i] = v;
-  else static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+  if (t == DType::fp32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
 }
 
 /// Fills n elements with a quiet NaN: new and freed buffers read as poison, never as stale data.

@@ -15,10 +15,11 @@ class DataBinding final : public Binding {
 
 }  // namespace
 
-SHARDACCUM_REGISTER_VALUE(Binding, DataBinding,
-                          {.name = "data",
-                           .description = "raw in-place add on the saved shard's storage, no checks",
-                           .follows = "FairScale; early FSDP1 (param.grad.data += ...)",
-                           .order = 10})
+SHARDACCUM_REGISTER_VALUE(
+    Binding, DataBinding,
+    {.name = "data",
+     .description = "raw in-place add on the saved shard's storage, no checks",
+     .follows = "FairScale; early FSDP1 (param.grad.data += ...)",
+     .order = 10})
 
 }  // namespace shardaccum

@@ -20,15 +20,19 @@ class DataFreeBinding final : public Binding {
   void add(RankBackend& be, Buffer& dst, const Buffer& src, MemSpace where, UnitGrad& u,
            const AddSite& site) const override {
     const char* why = nullptr;
-    if (!dst || !src) why = "an operand is not allocated";
-    else if (dst.space() != where || src.space() != where) why = "operands must both live in the memory space of the add";
-    else if (dst.numel() != src.numel()) why = "element counts differ";
-    else if (dtype_bytes(dst.dtype()) < dtype_bytes(src.dtype())) why = "the accumulator's dtype is narrower than the addend's";
+    if (!dst || !src)
+      why = "an operand is not allocated";
+    else if (dst.space() != where || src.space() != where)
+      why = "operands must both live in the memory space of the add";
+    else if (dst.numel() != src.numel())
+      why = "element counts differ";
+    else if (dtype_bytes(dst.dtype()) < dtype_bytes(src.dtype()))
+      why = "the accumulator's dtype is narrower than the addend's";
     if (why)
-      throw AccumulationError(site.describe() + ": checked add rejected (" + why + "): " +
-                              (dst ? describe("accumulator", dst) : "accumulator is empty") + ", " +
-                              (src ? describe("addend", src) : "addend is empty") + ", add on " +
-                              space_name(where));
+      throw AccumulationError(
+          site.describe() + ": checked add rejected (" + why +
+          "): " + (dst ? describe("accumulator", dst) : "accumulator is empty") + ", " +
+          (src ? describe("addend", src) : "addend is empty") + ", add on " + space_name(where));
     be.add(dst, src, where, where == MemSpace::device ? Stream::compute : Stream::copy);
     ++u.saved_version;
   }
@@ -36,10 +40,11 @@ class DataFreeBinding final : public Binding {
 
 }  // namespace
 
-SHARDACCUM_REGISTER_VALUE(Binding, DataFreeBinding,
-                          {.name = "data-free",
-                           .description = "a checked add that validates operands and bumps a version",
-                           .follows = "FSDP1 and FSDP2 (saved_grad += grad, autograd's checks)",
-                           .order = 20})
+SHARDACCUM_REGISTER_VALUE(
+    Binding, DataFreeBinding,
+    {.name = "data-free",
+     .description = "a checked add that validates operands and bumps a version",
+     .follows = "FSDP1 and FSDP2 (saved_grad += grad, autograd's checks)",
+     .order = 20})
 
 }  // namespace shardaccum

@@ -1,6 +1,6 @@
 #pragma once
-// Axis `division` (docs/DESIGN.md §3): where the gradient is divided by the world size N to give the
-// mean over ranks. One value per file in this folder, registered with
+// Axis `division` (docs/DESIGN.md §3): where the gradient is divided by the world size N to give
+// the mean over ranks. One value per file in this folder, registered with
 // SHARDACCUM_REGISTER_VALUE(Division, ...). The shared path (once, on the finished saved shard)
 // is the default here; a value may override it.
 #include "strategies/registry.hpp"

@@ -21,15 +21,17 @@ class FlagTracking final : public ModeTracking {
   void finalized(uint32_t unit) override { has_saved_shard_[unit] = false; }
 
  private:
-  std::vector<bool> has_saved_shard_;  // per unit: set by the first S of the step, cleared by finalize
+  std::vector<bool>
+      has_saved_shard_;  // per unit: set by the first S of the step, cleared by finalize
 };
 
 }  // namespace
 
-SHARDACCUM_REGISTER_VALUE(ModeTracking, FlagTracking,
-                          {.name = "flag",
-                           .description = "explicit has-saved-shard state, never inferred from tensors",
-                           .follows = "the 2022 FSDP review's flag; FSDP2, DeepSpeed ZeRO",
-                           .order = 10})
+SHARDACCUM_REGISTER_VALUE(
+    ModeTracking, FlagTracking,
+    {.name = "flag",
+     .description = "explicit has-saved-shard state, never inferred from tensors",
+     .follows = "the 2022 FSDP review's flag; FSDP2, DeepSpeed ZeRO",
+     .order = 10})
 
 }  // namespace shardaccum

@@ -20,10 +20,11 @@ class ShapeTracking final : public ModeTracking {
 
 }  // namespace
 
-SHARDACCUM_REGISTER_VALUE(ModeTracking, ShapeTracking,
-                          {.name = "shape",
-                           .description = "infer from the gradient's shape and placement; blind to an offloaded shard",
-                           .follows = "FSDP1 _prepare_gradient_for_backward",
-                           .order = 20})
+SHARDACCUM_REGISTER_VALUE(
+    ModeTracking, ShapeTracking,
+    {.name = "shape",
+     .description = "infer from the gradient's shape and placement; blind to an offloaded shard",
+     .follows = "FSDP1 _prepare_gradient_for_backward",
+     .order = 20})
 
 }  // namespace shardaccum

@@ -22,10 +22,11 @@ class CopyOver final : public OffloadPolicy {
 
 }  // namespace
 
-SHARDACCUM_REGISTER_VALUE(OffloadPolicy, CopyOver,
-                          {.name = "copy",
-                           .description = "D2H out over the saved shard (wrong by design: the oracle catches it)",
-                           .follows = "FSDP1 and FairScale with CPU offload (pytorch#73784)",
-                           .order = 40})
+SHARDACCUM_REGISTER_VALUE(
+    OffloadPolicy, CopyOver,
+    {.name = "copy",
+     .description = "D2H out over the saved shard (wrong by design: the oracle catches it)",
+     .follows = "FSDP1 and FairScale with CPU offload (pytorch#73784)",
+     .order = 40})
 
 }  // namespace shardaccum

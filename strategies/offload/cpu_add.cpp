@@ -16,7 +16,8 @@ class CpuAdd final : public OffloadPolicy {
                     const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
-    auto staging = std::make_shared<Buffer>(be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy));
+    auto staging = std::make_shared<Buffer>(
+        be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy));
     be.wait(Stream::copy, be.record(Stream::compute));
     be.copy(*staging, src, Stream::copy);  // D2H
     // The CPU may read staging only once the copy has landed; the add runs as a host task so the

@@ -1,6 +1,6 @@
 // Offload `none`: the saved shard lives on the device. The first S keeps `out` as the saved shard
-// (or a converted copy when the accum dtype is wider: the shared start_saved); later S micro-batches
-// add on the GPU. Moves nothing over PCIe.
+// (or a converted copy when the accum dtype is wider: the shared start_saved); later S
+// micro-batches add on the GPU. Moves nothing over PCIe.
 #include "strategies/offload/offload_policy.hpp"
 
 namespace shardaccum {
@@ -14,7 +14,9 @@ class NoOffload final : public OffloadPolicy {
     binding.add(be, u.saved, out, MemSpace::device, u, site);
     return false;
   }
-  SyncCost predicted_add(uint64_t, const DTypeTriple&) const override { return {0, 0, 0, 0, false}; }
+  SyncCost predicted_add(uint64_t, const DTypeTriple&) const override {
+    return {0, 0, 0, 0, false};
+  }
 };
 
 }  // namespace

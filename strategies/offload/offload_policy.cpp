@@ -7,8 +7,10 @@ ShardBytes::ShardBytes(uint64_t shard_numel, const DTypeTriple& t)
 
 void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const {
   Buffer cast = detail::cast_to_accum(be, out, accum);
-  if (offloaded()) detail::d2h_into_saved(be, u, cast ? cast : out);
-  else u.saved = cast ? std::move(cast) : std::move(out);
+  if (offloaded())
+    detail::d2h_into_saved(be, u, cast ? cast : out);
+  else
+    u.saved = cast ? std::move(cast) : std::move(out);
 }
 
 SyncCost OffloadPolicy::predicted_start(uint64_t shard_numel, const DTypeTriple& t) const {

@@ -22,7 +22,8 @@ struct SyncCost {
 /// The sizes a SyncCost is made of, for a shard of `shard_numel` elements and dtypes `t`.
 struct ShardBytes {
   uint64_t accum = 0;  // shard_numel * b_a: what every copy moves
-  uint64_t cast = 0;   // shard_numel * b_a when out must first be converted to the accum dtype, else 0
+  uint64_t cast =
+      0;  // shard_numel * b_a when out must first be converted to the accum dtype, else 0
   ShardBytes(uint64_t shard_numel, const DTypeTriple& t);
 };
 
@@ -40,8 +41,8 @@ class OffloadPolicy {
   virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const;
   /// A later S: fold `out` into u.saved. Returns true when `out` instead became a new saved shard
   /// (the tracker then notes it).
-  virtual bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
-                            const AddSite& site) const = 0;
+  virtual bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                            const Binding& binding, const AddSite& site) const = 0;
 
   /// What start_saved moves. Default: the D2H of the shard when offloaded, nothing otherwise.
   virtual SyncCost predicted_start(uint64_t shard_numel, const DTypeTriple& t) const;
@@ -57,8 +58,8 @@ class OffloadPolicy {
 using OffloadRegistry = AxisRegistry<OffloadPolicy>;
 
 namespace detail {
-/// `out` converted to the accum dtype on the device (copies move b_a bytes, docs/DESIGN.md §3), or an
-/// empty buffer when out already has it. The caller keeps both alive until its copies are done.
+/// `out` converted to the accum dtype on the device (copies move b_a bytes, docs/DESIGN.md §3), or
+/// an empty buffer when out already has it. The caller keeps both alive until its copies are done.
 Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
 
 /// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of

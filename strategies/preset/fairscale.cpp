@@ -1,12 +1,14 @@
-// Preset `fairscale`: FairScale's FSDP with CPU offload: a raw .data add, the saved shard recognised by shape, and the offloaded shard overwritten (pytorch#73784 holds there too).
+// Preset `fairscale`: FairScale's FSDP with CPU offload: a raw .data add, the saved shard
+// recognised by shape, and the offloaded shard overwritten (pytorch#73784 holds there too).
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
 
-SHARDACCUM_REGISTER_PRESET(Fairscale, {.name = "fairscale",
-                                .description = "raw add, shape tracking, D2H over the saved shard",
-                                .follows = "FairScale FullyShardedDataParallel (move_grads_to_cpu)",
-                                .spec = {"data", "copy", "shape", "end"},
-                                .order = 10})
+SHARDACCUM_REGISTER_PRESET(Fairscale,
+                           {.name = "fairscale",
+                            .description = "raw add, shape tracking, D2H over the saved shard",
+                            .follows = "FairScale FullyShardedDataParallel (move_grads_to_cpu)",
+                            .spec = {"data", "copy", "shape", "end"},
+                            .order = 10})
 
 }  // namespace shardaccum

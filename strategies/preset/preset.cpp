@@ -6,12 +6,14 @@
 namespace shardaccum {
 
 PresetRegistry& PresetRegistry::get() {
-  static PresetRegistry registry;  // function-local: whatever order the presets' initialisers run in
+  static PresetRegistry
+      registry;  // function-local: whatever order the presets' initialisers run in
   return registry;
 }
 
 bool PresetRegistry::add(PresetInfo p) {
-  if (p.name.empty() || find(p.name)) throw std::logic_error("preset '" + p.name + "' registered twice or unnamed");
+  if (p.name.empty() || find(p.name))
+    throw std::logic_error("preset '" + p.name + "' registered twice or unnamed");
   entries_.push_back(std::move(p));
   std::stable_sort(entries_.begin(), entries_.end(), [](const PresetInfo& a, const PresetInfo& b) {
     return a.order != b.order ? a.order < b.order : a.name < b.name;
@@ -42,7 +44,8 @@ StrategySpec preset(std::string_view name) {
   if (const PresetInfo* p = r.find(name)) return p->spec;
   std::string list;
   for (const std::string& n : r.names()) list += (list.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("--preset: unknown value '" + std::string(name) + "' (expected " + list + ")");
+  throw std::invalid_argument("--preset: unknown value '" + std::string(name) + "' (expected " +
+                              list + ")");
 }
 
 }  // namespace shardaccum

@@ -14,14 +14,14 @@ struct PresetInfo {
   std::string description;  // one line
   std::string follows;      // the system and its configuration, e.g. "PyTorch FSDP2 fully_shard"
   StrategySpec spec;
-  int order = 0;            // report order (ties: by name)
+  int order = 0;  // report order (ties: by name)
 };
 
 class PresetRegistry {
  public:
   static PresetRegistry& get();
-  /// Registers a preset; throws std::logic_error for a duplicate name. (Its axis values are checked by
-  /// a test: static initialisers may run before the values register.)
+  /// Registers a preset; throws std::logic_error for a duplicate name. (Its axis values are checked
+  /// by a test: static initialisers may run before the values register.)
   bool add(PresetInfo p);
   const std::vector<PresetInfo>& entries() const { return entries_; }
   std::vector<std::string> names() const;
@@ -39,7 +39,8 @@ StrategySpec preset(std::string_view name);
 }  // namespace shardaccum
 
 /// In a preset's .cpp, inside namespace shardaccum: registers the PresetInfo given.
-#define SHARDACCUM_REGISTER_PRESET(Tag, ...) \
-  namespace {                                \
-  [[maybe_unused]] const bool kPreset##Tag = ::shardaccum::PresetRegistry::get().add(::shardaccum::PresetInfo __VA_ARGS__); \
+#define SHARDACCUM_REGISTER_PRESET(Tag, ...)                                                       \
+  namespace {                                                                                      \
+  [[maybe_unused]] const bool kPreset##Tag =                                                       \
+      ::shardaccum::PresetRegistry::get().add(::shardaccum::PresetInfo __VA_ARGS__);               \
   }

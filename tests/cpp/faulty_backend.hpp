@@ -17,8 +17,11 @@ using StepFault = std::function<bool(int step)>;
 
 class FaultyRank final : public ForwardingRank {
  public:
-  FaultyRank(RankBackend& inner, StepFault faulty) : ForwardingRank(inner), faulty_(std::move(faulty)) {}
-  void scale(Buffer& d, double f, Stream s) override { in_.scale(d, faulty_(step_) ? 2 * f : f, s); }
+  FaultyRank(RankBackend& inner, StepFault faulty)
+      : ForwardingRank(inner), faulty_(std::move(faulty)) {}
+  void scale(Buffer& d, double f, Stream s) override {
+    in_.scale(d, faulty_(step_) ? 2 * f : f, s);
+  }
   void begin_step() override {
     ++step_;
     in_.begin_step();

@@ -1,6 +1,7 @@
 #pragma once
-// Test only: a RankBackend that forwards every call to another rank, so a test double overrides just
-// the one call it changes (an extra copy, a wrong scale) and stays right when the interface grows.
+// Test only: a RankBackend that forwards every call to another rank, so a test double overrides
+// just the one call it changes (an extra copy, a wrong scale) and stays right when the interface
+// grows.
 #include <functional>
 #include <utility>
 
@@ -13,19 +14,25 @@ class ForwardingRank : public RankBackend {
   explicit ForwardingRank(RankBackend& inner) : in_(inner) {}
   int rank() const override { return in_.rank(); }
   int world_size() const override { return in_.world_size(); }
-  Buffer allocate(MemSpace sp, DType t, uint64_t n, Stream s) override { return in_.allocate(sp, t, n, s); }
+  Buffer allocate(MemSpace sp, DType t, uint64_t n, Stream s) override {
+    return in_.allocate(sp, t, n, s);
+  }
   void copy(Buffer& d, const Buffer& s, Stream st) override { in_.copy(d, s, st); }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }
   void convert(Buffer& d, const Buffer& s, Stream st) override { in_.convert(d, s, st); }
   void scale(Buffer& d, double f, Stream s) override { in_.scale(d, f, s); }
-  void generate(Buffer& g, const GradKey& k, bool acc, Stream s) override { in_.generate(g, k, acc, s); }
+  void generate(Buffer& g, const GradKey& k, bool acc, Stream s) override {
+    in_.generate(g, k, acc, s);
+  }
   void reduce_scatter(Buffer& o, const Buffer& i) override { in_.reduce_scatter(o, i); }
   Event record(Stream s) override { return in_.record(s); }
   void wait(Stream w, Event e) override { in_.wait(w, e); }
   void host_wait(Event e) override { in_.host_wait(e); }
   void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
   bool any_rank(bool mine) override { return in_.any_rank(mine); }
-  ShardCheck check_shard(const Buffer& b, const OracleKey& k) override { return in_.check_shard(b, k); }
+  ShardCheck check_shard(const Buffer& b, const OracleKey& k) override {
+    return in_.check_shard(b, k);
+  }
   void begin_step() override { in_.begin_step(); }
   StepMetrics end_step() override { return in_.end_step(); }
   void release(Buffer& b) noexcept override { in_.release(b); }

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "strategies/backend/cuda_backend.hpp"
 #include "common/layout.hpp"
+#include "strategies/backend/cuda_backend.hpp"
 #include "strategies/unit_grad.hpp"
 namespace shardaccum::testing {
 
@@ -27,9 +27,9 @@ constexpr uint64_t kPinnedPool = 64 * kMiB;
 
 inline int gpus() { return cuda_device_count(); }
 
-#define SKIP_WITHOUT_GPU()                                                                 \
-  do {                                                                                     \
-    if (gpus() == 0) GTEST_SKIP() << "no CUDA device visible: cuda backend tests skipped"; \
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    if (gpus() == 0) GTEST_SKIP() << "no CUDA device visible: cuda backend tests skipped";         \
   } while (0)
 
 /// One backend for the whole suite (NCCL init and the ceilings take a second or two).

@@ -1,5 +1,6 @@
 // The cuda backend's operations against their obvious results (label gpu): context, generate and
-// reduce-scatter, adds and conversions, counted copies, errors, peaks, pinned accounting, the check.
+// reduce-scatter, adds and conversions, counted copies, errors, peaks, pinned accounting, the
+// check.
 #include "gpu_backend_fixture.hpp"
 
 namespace shardaccum {

@@ -35,8 +35,10 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// Starts shardaccum_bench with `env` added to the environment and stderr to `err`; returns its pid.
-pid_t spawn(const std::vector<std::string>& env, const std::vector<std::string>& args, const std::string& err) {
+/// Starts shardaccum_bench with `env` added to the environment and stderr to `err`; returns its
+/// pid.
+pid_t spawn(const std::vector<std::string>& env, const std::vector<std::string>& args,
+            const std::string& err) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
   for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
@@ -79,10 +81,21 @@ std::map<std::string, nlohmann::json> cases_of(const std::string& path) {
   return out;
 }
 
-const std::vector<std::string> kMatrix = {
-    "--model", "uniform:4x1M", "--schedule", "SSSS,nSnS,nnnS", "--mode", "flag,shape",
-    "--binding", "data-free", "--offload", "all", "--steps", "2", "--ceilings", "off",
-    "--benchmark_out_format=json"};
+const std::vector<std::string> kMatrix = {"--model",
+                                          "uniform:4x1M",
+                                          "--schedule",
+                                          "SSSS,nSnS,nnnS",
+                                          "--mode",
+                                          "flag,shape",
+                                          "--binding",
+                                          "data-free",
+                                          "--offload",
+                                          "all",
+                                          "--steps",
+                                          "2",
+                                          "--ceilings",
+                                          "off",
+                                          "--benchmark_out_format=json"};
 
 TEST(LaunchGpu, TwoProcessesMatchTheThreadedModeCaseByCase) {
   if (shardaccum::cuda_device_count() < 2) GTEST_SKIP() << "needs 2 GPUs (one process each)";
@@ -102,7 +115,8 @@ TEST(LaunchGpu, TwoProcessesMatchTheThreadedModeCaseByCase) {
     pids.push_back(spawn(rank_env(r, 2), a, temp("rank" + std::to_string(r) + ".err")));
   }
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(wait_for(pids[r], 240), 0) << "rank " << r << ": " << slurp(temp("rank" + std::to_string(r) + ".err"));
+    EXPECT_EQ(wait_for(pids[r], 240), 0)
+        << "rank " << r << ": " << slurp(temp("rank" + std::to_string(r) + ".err"));
   ASSERT_TRUE(std::filesystem::exists(procs)) << slurp(temp("rank0.err"));
 
   const auto a = cases_of(threaded), b = cases_of(procs);
@@ -113,17 +127,21 @@ TEST(LaunchGpu, TwoProcessesMatchTheThreadedModeCaseByCase) {
     ASSERT_TRUE(b.count(name)) << name;
     const auto& y = b.at(name);
     ASSERT_FALSE(x.contains("error_occurred") && x["error_occurred"].get<bool>()) << name;
-    ASSERT_FALSE(y.contains("error_occurred") && y["error_occurred"].get<bool>()) << name << ": " << y.dump();
+    ASSERT_FALSE(y.contains("error_occurred") && y["error_occurred"].get<bool>())
+        << name << ": " << y.dump();
     for (const char* k : {"correct", "max_rel_err", "h2d_bytes", "d2h_bytes", "nccl_input_bytes",
                           "reduce_scatter_calls", "peak_device_bytes", "bytes_from_cupti"})
       EXPECT_EQ(x.at(k), y.at(k)) << name << " " << k;
     // The pinned peak depends on how many CPU adds are pending at once (timing): both within the
     // model's bound, which counts host_task_depth of them.
     for (const auto* run : {&x, &y})
-      EXPECT_LE(run->at("peak_pinned_bytes").get<double>(), run->at("model_peak_pinned_bytes").get<double>()) << name;
+      EXPECT_LE(run->at("peak_pinned_bytes").get<double>(),
+                run->at("model_peak_pinned_bytes").get<double>())
+          << name;
     wrong += x.at("correct").get<double>() == 0;
   }
-  EXPECT_GT(wrong, 0) << "the positive controls (copy, shape with offload) must be caught in both modes";
+  EXPECT_GT(wrong, 0)
+      << "the positive controls (copy, shape with offload) must be caught in both modes";
   const auto ctx = nlohmann::json::parse(slurp(procs)).at("context");
   EXPECT_EQ(ctx.at("processes"), "2");
   EXPECT_NE(ctx.at("launcher").get<std::string>().find("torchrun"), std::string::npos);
@@ -145,9 +163,14 @@ TEST(LaunchGpu, ARankThatNeverArrivesEndsRankZeroWithinTheTimeout) {
 TEST(LaunchGpu, ARankKilledMidRunEndsTheOtherWithAClearErrorWithinTheTimeout) {
   if (shardaccum::cuda_device_count() < 2) GTEST_SKIP() << "needs 2 GPUs (one process each)";
   // Long enough that rank 1 dies inside the measured steps.
-  const std::vector<std::string> a = {"--model", "uniform:8x64M", "--schedule", "SSSS", "--preset", "fsdp2",
-                                      "--steps", "200", "--warmup", "0", "--ceilings", "off",
-                                      "--launcher=env", "--rendezvous=file:" + temp("kill"), "--timeout=10"};
+  const std::vector<std::string> a = {"--model",        "uniform:8x64M",
+                                      "--schedule",     "SSSS",
+                                      "--preset",       "fsdp2",
+                                      "--steps",        "200",
+                                      "--warmup",       "0",
+                                      "--ceilings",     "off",
+                                      "--launcher=env", "--rendezvous=file:" + temp("kill"),
+                                      "--timeout=10"};
   const pid_t r0 = spawn(rank_env(0, 2), a, temp("k0.err"));
   const pid_t r1 = spawn(rank_env(1, 2), a, temp("k1.err"));
   // Wait until rank 0 is inside the case (the run has passed the rendezvous and NCCL init).

@@ -30,26 +30,31 @@ bool starts(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 template <class Pred>
 bool inside(const Ev& e, const std::vector<Ev>& evs, Pred is) {
   for (const Ev& o : evs)
-    if (&o != &e && o.track == e.track && is(o.name) && o.ts <= e.ts + 1e-3 && e.end <= o.end + 1e-3)
+    if (&o != &e && o.track == e.track && is(o.name) && o.ts <= e.ts + 1e-3 &&
+        e.end <= o.end + 1e-3)
       return true;
   return false;
 }
 
 TEST(NvtxCupti, MarkerRecordsNestStepMicroBatchUnitPhase) {
   if (shardaccum::cuda_device_count() < 1) GTEST_SKIP() << "no CUDA device visible";
-  const std::string trace = ::testing::TempDir() + "/shardaccum_cupti_nvtx_" + std::to_string(getpid()) + ".json";
+  const std::string trace =
+      ::testing::TempDir() + "/shardaccum_cupti_nvtx_" + std::to_string(getpid()) + ".json";
   const std::string err = trace + ".err";
-  const std::string cmd = std::string("NVTX_INJECTION64_PATH='") + SHARDACCUM_CUPTI_LIBRARY + "' '" +
-                          SHARDACCUM_BENCH_EXE +
-                          "' --world-size 1 --model uniform:2x1M --schedule nSnS --preset fsdp2,zero3 "
-                          "--steps 1 --warmup 0 --ceilings off --trace '" + trace + "' >/dev/null 2>'" + err + "'";
+  const std::string cmd =
+      std::string("NVTX_INJECTION64_PATH='") + SHARDACCUM_CUPTI_LIBRARY + "' '" +
+      SHARDACCUM_BENCH_EXE +
+      "' --world-size 1 --model uniform:2x1M --schedule nSnS --preset fsdp2,zero3 "
+      "--steps 1 --warmup 0 --ceilings off --trace '" +
+      trace + "' >/dev/null 2>'" + err + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << std::ifstream(err).rdbuf();
   std::ifstream in(trace);
   const auto doc = nlohmann::json::parse(in);
   std::map<std::pair<int, int>, std::string> tracks;
   for (const auto& e : doc.at("traceEvents"))
     if (e.at("ph") == "M" && e.at("name") == "thread_name")
-      tracks[{e.at("pid").get<int>(), e.at("tid").get<int>()}] = e.at("args").at("name").get<std::string>();
+      tracks[{e.at("pid").get<int>(), e.at("tid").get<int>()}] =
+          e.at("args").at("name").get<std::string>();
   std::vector<Ev> cupti;
   int host_steps = 0;
   for (const auto& e : doc.at("traceEvents")) {
@@ -57,12 +62,13 @@ TEST(NvtxCupti, MarkerRecordsNestStepMicroBatchUnitPhase) {
     const std::string track = tracks[{e.at("pid").get<int>(), e.at("tid").get<int>()}];
     const std::string name = e.at("name").get<std::string>();
     if (e.value("cat", "") == "nvtx_cupti")
-      cupti.push_back({track, name, e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});
+      cupti.push_back({track, name, e.at("ts").get<double>(),
+                       e.at("ts").get<double>() + e.at("dur").get<double>()});
     else if (track == "phases" && starts(name, "step "))
       ++host_steps;
   }
-  ASSERT_FALSE(cupti.empty()) << "CUPTI delivered no MARKER records (is " << SHARDACCUM_CUPTI_LIBRARY
-                              << " the injection?)";
+  ASSERT_FALSE(cupti.empty()) << "CUPTI delivered no MARKER records (is "
+                              << SHARDACCUM_CUPTI_LIBRARY << " the injection?)";
   std::map<std::string, int> count;
   for (const Ev& e : cupti) {
     const std::string kind = starts(e.name, "step ")          ? "step"

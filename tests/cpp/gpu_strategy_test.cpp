@@ -1,6 +1,7 @@
-// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against docs/DESIGN.md §3
-// and the host backend, CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately added extra copy seen as
-// a mismatch, and peak device memory within 5% of the model plus a stated fixed overhead.
+// The strategies on GPUs (label gpu): the correctness matrix on 1 and 2 GPUs against docs/DESIGN.md
+// §3 and the host backend, CUPTI-measured H2D/D2H bytes equal to the model exactly, a deliberately
+// added extra copy seen as a mismatch, and peak device memory within 5% of the model plus a stated
+// fixed overhead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,9 +26,10 @@ std::unique_ptr<Backend> cuda_world(int world) {
   return make_cuda_backend(o);
 }
 
-#define REQUIRE_GPUS(n)                                                                   \
-  if (cuda_device_count() < (n))                                                          \
-  GTEST_SKIP() << "needs " << (n) << " GPU(s), " << cuda_device_count() << " visible: gpu test skipped"
+#define REQUIRE_GPUS(n)                                                                            \
+  if (cuda_device_count() < (n))                                                                   \
+  GTEST_SKIP() << "needs " << (n) << " GPU(s), " << cuda_device_count()                            \
+               << " visible: gpu test skipped"
 
 class GpuMatrix : public ::testing::TestWithParam<int> {};
 
@@ -65,7 +67,8 @@ TEST_P(GpuMatrix, OutcomeBytesAndHostBackendFollowTheDesign) {
         // Host tasks may hold stagings a little longer than the host backend: within the model's
         // worst case for the backend's host_task_depth.
         EXPECT_GE(o.measured.peak_pinned_bytes, h.measured.peak_pinned_bytes);
-        EXPECT_LE(o.measured.peak_pinned_bytes, predict(plan, world, be->host_task_depth()).peak_pinned_bytes);
+        EXPECT_LE(o.measured.peak_pinned_bytes,
+                  predict(plan, world, be->host_task_depth()).peak_pinned_bytes);
         EXPECT_GE(o.measured.peak_device_bytes, h.measured.peak_device_bytes);
         EXPECT_GT(o.measured.step_ms, 0.0);
         if (world > 1) {
@@ -73,7 +76,8 @@ TEST_P(GpuMatrix, OutcomeBytesAndHostBackendFollowTheDesign) {
         }
         ++cases;
       }
-  EXPECT_EQ(cases, std::size(dtypes) * default_strategies().size() * std::size(kCanonicalSchedules));
+  EXPECT_EQ(cases,
+            std::size(dtypes) * default_strategies().size() * std::size(kCanonicalSchedules));
 }
 
 INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuMatrix, ::testing::Values(1, 2),
@@ -107,15 +111,21 @@ class ExtraCopyWorld final : public Backend {
 
  private:
   Backend& in_;
-  std::vector<std::unique_ptr<ExtraCopyRank>> ranks_ = std::vector<std::unique_ptr<ExtraCopyRank>>(in_.world_size());
+  std::vector<std::unique_ptr<ExtraCopyRank>> ranks_ =
+      std::vector<std::unique_ptr<ExtraCopyRank>>(in_.world_size());
 };
 
 TEST(GpuBytes, ADeliberateExtraCopyShowsUpAsAMismatch) {
   REQUIRE_GPUS(1);
   auto be = cuda_world(1);
   ExtraCopyWorld buggy(*be);
-  const CasePlan plan{testing::make_layout({1 << 20, 4099}), canonical_schedule("sync", 4),
-                      preset("fsdp2"), parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+  const CasePlan plan{testing::make_layout({1 << 20, 4099}),
+                      canonical_schedule("sync", 4),
+                      preset("fsdp2"),
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      3,
+                      "t"};
   const auto o = testing::run_two_steps(buggy, plan);
   ASSERT_TRUE(o.measured.bytes_from_cupti);
   EXPECT_NE(o.measured.d2h_bytes, o.model.d2h_bytes);
@@ -133,8 +143,13 @@ TEST(GpuMemory, PeakDeviceWithinFivePercentOfTheModel) {
   const Layout layout = testing::make_layout({64ull << 20, 64ull << 20, 64ull << 20, 5'000'011});
   for (const char* preset_name : {"fsdp2", "zero3"})
     for (const char* sched : {"no-sync", "sync", "interleaved-nosync-last"}) {
-      const CasePlan plan{layout, canonical_schedule(sched, 4), preset(preset_name),
-                          parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 9, "t"};
+      const CasePlan plan{layout,
+                          canonical_schedule(sched, 4),
+                          preset(preset_name),
+                          parse_dtype_triple("fp32-fp32-fp32"),
+                          GenMode::dyadic,
+                          9,
+                          "t"};
       const auto o = testing::run_two_steps(*be, plan);
       SCOPED_TRACE(std::string(preset_name) + " " + sched);
       const double model = static_cast<double>(o.model.peak_device_bytes);

@@ -2,8 +2,8 @@
 // Helpers for the --benchmark_out tests (tests/cpp/test_output_*_cli.cpp): a shell line around
 // shardaccum_bench (for `ulimit -f`, `trap '' HUP`, a background run), file reading, and a flock
 // held by the test itself.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,11 +26,15 @@ inline std::string bench_command(const std::string& args) {
 
 /// Runs `script` with /bin/sh; returns its exit status, -1 when it was killed by a signal.
 inline int run_shell(const std::string& script) {
-  const int rc = std::system(("/bin/sh -c '" + [&] {
+  const int rc = std::system(("/bin/sh -c '" +
+                              [&] {
                                 std::string q;
-                                for (char c : script) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+                                for (char c : script)
+                                  q += c == '\'' ? std::string("'\\''") : std::string(1, c);
                                 return q;
-                              }() + "'").c_str());
+                              }() +
+                              "'")
+                                 .c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 

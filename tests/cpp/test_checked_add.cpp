@@ -15,7 +15,8 @@ void on_one_rank(Fn fn) {
   be->run([&](RankBackend& r) { fn(r); });
 }
 
-std::string add_error(const Binding& b, RankBackend& r, Buffer& dst, const Buffer& src, MemSpace where) {
+std::string add_error(const Binding& b, RankBackend& r, Buffer& dst, const Buffer& src,
+                      MemSpace where) {
   UnitGrad u;
   u.index = 3;
   u.name = "layers.2";
@@ -64,7 +65,8 @@ TEST(CheckedAdd, AcceptsMatchingOperandsAndBumpsTheVersion) {
     EXPECT_EQ(u.saved_version, 2u);
     const float* a = static_cast<const float*>(acc.data());
     for (uint64_t i = 0; i < 16; ++i)
-      EXPECT_EQ(a[i], grad_value(GradKey{1, 0, 0, 0, 0, 16}, i) + 2 * grad_value(GradKey{2, 0, 0, 0, 0, 16}, i));
+      EXPECT_EQ(a[i], grad_value(GradKey{1, 0, 0, 0, 0, 16}, i) +
+                          2 * grad_value(GradKey{2, 0, 0, 0, 0, 16}, i));
   });
 }
 

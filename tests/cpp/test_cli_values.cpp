@@ -32,17 +32,21 @@ TEST(CliValues, IntegersAreDecimalWithARange) {
   EXPECT_EQ(parse_int_flag("-3", "--x", -5, 5, "-5..5"), -3);
   for (const char* bad : {"0x8", "+8", "8.0", "1e2", " 8", "8 ", "", "-", "eight"})
     EXPECT_NE(cli_error([&] { parse_int_flag(bad, "--k", 1, 4096, "1..4096"); }).find("--k '"),
-              std::string::npos) << bad;
+              std::string::npos)
+        << bad;
   for (const char* out : {"0", "4097", "99999999999999999999999"})
-    EXPECT_NE(cli_error([&] { parse_int_flag(out, "--k", 1, 4096, "1..4096"); }).find("give 1..4096"),
-              std::string::npos) << out;
+    EXPECT_NE(
+        cli_error([&] { parse_int_flag(out, "--k", 1, 4096, "1..4096"); }).find("give 1..4096"),
+        std::string::npos)
+        << out;
 }
 
 TEST(CliValues, SeedTakesTheFullUnsignedRangeOnly) {
   EXPECT_EQ(parse_u64_flag("0", "--seed", "0..2^64-1"), 0u);
   EXPECT_EQ(parse_u64_flag("18446744073709551615", "--seed", "0..2^64-1"), 18446744073709551615u);
   for (const char* bad : {"-1", "18446744073709551616", "1e23", "0x10"})
-    EXPECT_NE(cli_error([&] { parse_u64_flag(bad, "--seed", "0..2^64-1"); }).find("--seed"), std::string::npos)
+    EXPECT_NE(cli_error([&] { parse_u64_flag(bad, "--seed", "0..2^64-1"); }).find("--seed"),
+              std::string::npos)
         << bad;
 }
 
@@ -51,8 +55,10 @@ TEST(CliValues, SecondsAreDecimal) {
   EXPECT_EQ(parse_seconds_flag("0.5", "--timeout", "1..86400"), 0.5);
   EXPECT_EQ(parse_seconds_flag("1e3", "--timeout", "1..86400"), 1000.0);
   for (const char* bad : {"0x10", "inf", "nan", "", ".", "1e", "1s", "-1"})
-    EXPECT_NE(cli_error([&] { parse_seconds_flag(bad, "--timeout", "1..86400"); }).find("--timeout '"),
-              std::string::npos) << bad;
+    EXPECT_NE(
+        cli_error([&] { parse_seconds_flag(bad, "--timeout", "1..86400"); }).find("--timeout '"),
+        std::string::npos)
+        << bad;
 }
 
 TEST(CliValues, BriefCutsLongText) {

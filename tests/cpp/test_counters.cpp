@@ -22,7 +22,9 @@ StepMetrics step(double step_ms, uint64_t h2d_bytes, double h2d_ms, uint64_t pea
   return m;
 }
 
-CaseVerdict unchecked() { return CaseVerdict(parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 4, 2); }
+CaseVerdict unchecked() {
+  return CaseVerdict(parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 4, 2);
+}
 
 TEST(Counters, PerStepFiguresAreSumsThatGoogleBenchmarkAverages) {
   CaseTotals t(1);
@@ -55,7 +57,7 @@ TEST(Counters, PerStepFiguresAreSumsThatGoogleBenchmarkAverages) {
 TEST(Counters, FractionsOfCeilingsOnlyWhereACeilingWasMeasuredAndThePhaseRan) {
   CaseTotals t(2);
   StepMetrics m = step(3, 4'000'000, 1.0, 0);  // H2D: 4e6 bytes in 1 ms per step = 4 GB/s
-  m.nccl_input_bytes = 8'000'000;             // reduce-scatter: 8e6 bytes in 2 ms = 4 GB/s algbw,
+  m.nccl_input_bytes = 8'000'000;              // reduce-scatter: 8e6 bytes in 2 ms = 4 GB/s algbw,
   m.phase_ms[static_cast<int>(Phase::reduce_scatter)] = 2.0;  // busbw 4 * (2-1)/2 = 2 GB/s
   t.add(m, {m, m});
   benchmark::UserCounters host;

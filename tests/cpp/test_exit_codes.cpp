@@ -19,7 +19,9 @@ TEST(ExitCodes, BadInputIsTwoAndAFailedRunIsOne) {
 
 TEST(ExitCodes, ReportNamesTheRankAndTheHint) {
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(report_error(RunFailure("rendezvous: 1 of 2 ranks arrived", "rank 0: ", "start the ranks with srun")), 1);
+  EXPECT_EQ(report_error(RunFailure("rendezvous: 1 of 2 ranks arrived",
+                                    "rank 0: ", "start the ranks with srun")),
+            1);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),
             "shardaccum_bench: rank 0: error: rendezvous: 1 of 2 ranks arrived\n"
             "shardaccum_bench: hint: start the ranks with srun\n");

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "strategies/preset/preset.hpp"
 #include "bench/case_runner.hpp"
 #include "strategies/backend/host_backend.hpp"
+#include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
@@ -42,7 +42,8 @@ TEST(HostBackend, CopiesAreCountedByDirection) {
     const StepMetrics m = r.end_step();
     EXPECT_EQ(m.d2h_bytes, 800u);
     EXPECT_EQ(m.h2d_bytes, 400u);
-    EXPECT_EQ(static_cast<const float*>(pin.data())[42], grad_value(GradKey{9, 0, 0, 0, 0, 100}, 42));
+    EXPECT_EQ(static_cast<const float*>(pin.data())[42],
+              grad_value(GradKey{9, 0, 0, 0, 0, 100}, 42));
     Buffer wrong = r.allocate(MemSpace::device, DType::bf16, 100, Stream::compute);
     EXPECT_THROW(r.copy(wrong, dev, Stream::copy), BackendError);  // copies move bytes: same dtype
   });
@@ -96,8 +97,13 @@ TEST(HostBackend, AFailingRankNeverHangsTheOthers) {
   } catch (const AccumulationError& e) {
     EXPECT_NE(std::string(e.what()).find("planted failure on rank 1"), std::string::npos);
   }
-  const CasePlan plan{testing::make_layout({100}), canonical_schedule("sync", 4), preset("zero3"),
-                      parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 1, "t"};
+  const CasePlan plan{testing::make_layout({100}),
+                      canonical_schedule("sync", 4),
+                      preset("zero3"),
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      1,
+                      "t"};
   EXPECT_TRUE(testing::run_two_steps(*be, plan).correct);
 }
 
@@ -105,9 +111,13 @@ TEST(HostBackend, AFailingRankNeverHangsTheOthers) {
 // addend) ends the case with the strategy's message, agreed before the next collective.
 TEST(HostBackend, AnErrorInsideACaseEndsItWithTheStrategysMessage) {
   auto be = make_host_backend({2, 1});
-  const CasePlan plan{testing::make_layout({100, 50}), canonical_schedule("sync", 4),
-                      {"data-free", "none", "flag"}, DTypeTriple{DType::fp32, DType::fp32, DType::bf16},
-                      GenMode::dyadic, 1, "t"};
+  const CasePlan plan{testing::make_layout({100, 50}),
+                      canonical_schedule("sync", 4),
+                      {"data-free", "none", "flag"},
+                      DTypeTriple{DType::fp32, DType::fp32, DType::bf16},
+                      GenMode::dyadic,
+                      1,
+                      "t"};
   CaseRunner runner(*be, plan);
   try {
     runner.step(0, false);

@@ -25,10 +25,12 @@ const std::string& files() {
     };
     const int n = 100000;  // deep enough to overflow a recursive dump's stack
     write("deep.json", "{\"units\":" + std::string(n, '[') + std::string(n, ']') + "}");
-    write("dup.json", R"({"units": [{"name": "a", "numel": 4}], "units": [{"name": "b", "numel": 8}]})");
+    write("dup.json",
+          R"({"units": [{"name": "a", "numel": 4}], "units": [{"name": "b", "numel": 8}]})");
     write("dup_inner.json", R"({"units": [{"name": "a", "numel": 4, "numel": 8}]})");
     write("both.json", R"({"units": [{"name": "a", "numel": 4}], "model_type": "gpt2"})");
-    const std::string llama = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    const std::string llama =
+        R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "vocab_size": 100, "num_attention_heads": )";
     write("kv_more.json", llama + R"(4, "num_key_value_heads": 8})");
     write("kv_nodiv.json", llama + R"(6, "num_key_value_heads": 4})");
@@ -43,10 +45,10 @@ const std::string& files() {
 }
 
 struct Row {
-  std::string label;                 // the test's name
-  std::string args;                  // after `--backend host --list`; @ is the files directory
-  int rc;                            // 2: bad input; 0: accepted
-  std::vector<std::string> expect;   // substrings of stderr
+  std::string label;                // the test's name
+  std::string args;                 // after `--backend host --list`; @ is the files directory
+  int rc;                           // 2: bad input; 0: accepted
+  std::vector<std::string> expect;  // substrings of stderr
 };
 
 std::string expand_at(const std::string& s) {
@@ -62,15 +64,28 @@ const std::vector<Row> kRows = {
     {"DeepJson", "--model @/deep.json", 2, {"--model", "JSON nested deeper than 64 levels"}},
     {"DuplicateKey", "--model @/dup.json", 2, {"--model", "duplicate key \"units\""}},
     {"DuplicateKeyInUnit", "--model @/dup_inner.json", 2, {"--model", "duplicate key \"numel\""}},
-    {"UnitsAndModelType", "--model @/both.json", 2, {"--model", "\"units\"", "\"model_type\"", "give either"}},
-    {"KvHeadsAboveHeads", "--model @/kv_more.json", 2,
+    {"UnitsAndModelType",
+     "--model @/both.json",
+     2,
+     {"--model", "\"units\"", "\"model_type\"", "give either"}},
+    {"KvHeadsAboveHeads",
+     "--model @/kv_more.json",
+     2,
      {"--model", "num_key_value_heads", "num_attention_heads", "divide"}},
-    {"KvHeadsNotDividing", "--model @/kv_nodiv.json", 2,
+    {"KvHeadsNotDividing",
+     "--model @/kv_nodiv.json",
+     2,
      {"--model", "num_key_value_heads", "num_attention_heads", "divide"}},
-    {"KvHeadsDividing", "--model @/kv_ok.json --preset fsdp2 --schedule sync", 0, {"1 cases on backend host"}},
+    {"KvHeadsDividing",
+     "--model @/kv_ok.json --preset fsdp2 --schedule sync",
+     0,
+     {"1 cases on backend host"}},
     {"DirectoryNamedJson", "--model @/x.json", 2, {"--model", "is a directory"}},
     {"DeviceAsModel", "--model /dev/zero", 2, {"--model", "is not a regular file"}},
-    {"WideUnitIsQuotedShort", "--model @/wide_unit.json", 2, {"--model", "unit 0 must be an object", "..."}},
+    {"WideUnitIsQuotedShort",
+     "--model @/wide_unit.json",
+     2,
+     {"--model", "unit 0 must be an object", "..."}},
     // Item 9: list flags never take an empty element or the next flag as their value.
     {"ModelComma", "--model , --steps 2", 2, {"--model", "empty"}},
     {"ScheduleComma", "--schedule , --steps 2", 2, {"--schedule", "empty"}},
@@ -79,23 +94,40 @@ const std::vector<Row> kRows = {
     {"DtypeTrailingComma", "--dtype fp32-fp32-fp32,", 2, {"--dtype", "empty"}},
     {"ModelThenFlag", "--model --steps 2", 2, {"--model needs a value", "--steps"}},
     {"TraceThenFlag", "--trace --steps 2", 2, {"--trace needs a value", "--steps"}},
-    {"RepeatedModelAccumulates", "--model uniform:2x4 --model uniform:3x4 --preset fsdp2 --schedule sync", 0,
+    {"RepeatedModelAccumulates",
+     "--model uniform:2x4 --model uniform:3x4 --preset fsdp2 --schedule sync",
+     0,
      {"2 cases on backend host"}},
     // Integers: decimal only, with ranges.
     {"SeedNegative", "--seed -1", 2, {"--seed -1", "0..18446744073709551615"}},
     {"SeedTwoTo64", "--seed 18446744073709551616", 2, {"--seed", "0..18446744073709551615"}},
     {"SeedExponent", "--seed 1e23", 2, {"--seed", "decimal", "0..18446744073709551615"}},
-    {"SeedMax", "--seed 18446744073709551615 --preset fsdp2 --schedule sync", 0, {"1 cases on backend host"}},
+    {"SeedMax",
+     "--seed 18446744073709551615 --preset fsdp2 --schedule sync",
+     0,
+     {"1 cases on backend host"}},
     {"KHex", "--k 0x8", 2, {"--k", "decimal"}},
     {"TimeoutHex", "--timeout 0x10", 2, {"--timeout", "decimal"}},
     {"WorldSizeHex", "--world-size 0x2", 2, {"--world-size", "decimal"}},
-    {"StepsOctalLooking", "--steps 010 --preset fsdp2 --schedule sync", 0, {"1 cases on backend host"}},
+    {"StepsOctalLooking",
+     "--steps 010 --preset fsdp2 --schedule sync",
+     0,
+     {"1 cases on backend host"}},
     {"ThreadsTooLarge", "--threads 99999999999", 2, {"--threads"}},
     // --k and a literal schedule.
-    {"KAgainstLiteral", "--k 8 --schedule nnnS", 2, {"--k 8", "--schedule nnnS", "4 micro-batches"}},
-    {"KMatchingLiteral", "--k 8 --schedule nnnnnnnS --preset fsdp2", 0, {"1 cases on backend host"}},
+    {"KAgainstLiteral",
+     "--k 8 --schedule nnnS",
+     2,
+     {"--k 8", "--schedule nnnS", "4 micro-batches"}},
+    {"KMatchingLiteral",
+     "--k 8 --schedule nnnnnnnS --preset fsdp2",
+     0,
+     {"1 cases on backend host"}},
     {"LiteralWithoutK", "--schedule nnnnnS --preset fsdp2", 0, {"1 cases on backend host"}},
-    {"LiteralTooLong", "--schedule " + kLongLiteral, 2, {"--schedule", "5000 micro-batches", "4096"}},
+    {"LiteralTooLong",
+     "--schedule " + kLongLiteral,
+     2,
+     {"--schedule", "5000 micro-batches", "4096"}},
     // `all`: every axis, alone only.
     {"DtypeAll", "--dtype all --preset fsdp2 --schedule sync", 0, {"3 cases on backend host"}},
     {"PresetAllMixed", "--preset all,fsdp2", 2, {"--preset", "cannot be combined"}},
@@ -110,12 +142,19 @@ const std::vector<Row> kRows = {
     {"RendezvousEmptyHost", "--rendezvous tcp::29600", 2, {"--rendezvous", "empty host"}},
     {"RendezvousPortZero", "--rendezvous tcp:localhost:0", 2, {"--rendezvous", "1..65535"}},
     {"RendezvousPortTooLarge", "--rendezvous tcp:localhost:65536", 2, {"--rendezvous", "1..65535"}},
-    {"RendezvousV6", "--rendezvous 'tcp:[::1]:29600' --preset fsdp2 --schedule sync", 0,
+    {"RendezvousV6",
+     "--rendezvous 'tcp:[::1]:29600' --preset fsdp2 --schedule sync",
+     0,
      {"1 cases on backend host"}},
     // Dtype errors name the flag and the triples.
-    {"DtypeUnknownElement", "--dtype fp16-fp16-fp32", 2,
+    {"DtypeUnknownElement",
+     "--dtype fp16-fp16-fp32",
+     2,
      {"--dtype", "fp16", "fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16"}},
-    {"DtypeSingle", "--dtype fp16", 2, {"--dtype", "fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16"}},
+    {"DtypeSingle",
+     "--dtype fp16",
+     2,
+     {"--dtype", "fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16"}},
 };
 
 void PrintTo(const Row& r, std::ostream* os) { *os << r.label; }
@@ -124,11 +163,14 @@ class BadInput : public ::testing::TestWithParam<Row> {};
 
 TEST_P(BadInput, ExitCodeAndMessage) {
   const Row& row = GetParam();
-  const auto r = shardaccum::testing::run_bench_cli("", "--backend host --list " + expand_at(row.args));
+  const auto r =
+      shardaccum::testing::run_bench_cli("", "--backend host --list " + expand_at(row.args));
   // The shell reports a child killed by a signal as 128 + the signal (a segfault: 139).
   ASSERT_TRUE(r.rc >= 0 && r.rc < 128) << "crashed (rc " << r.rc << "): " << r.err.substr(0, 500);
   EXPECT_EQ(r.rc, row.rc) << r.err.substr(0, 500);
-  for (const auto& s : row.expect) EXPECT_NE(r.err.find(s), std::string::npos) << "want '" << s << "' in: " << r.err.substr(0, 500);
+  for (const auto& s : row.expect)
+    EXPECT_NE(r.err.find(s), std::string::npos)
+        << "want '" << s << "' in: " << r.err.substr(0, 500);
   // Untrusted values are quoted short: no message repeats a long literal or a file's content.
   EXPECT_LT(r.err.size(), 1500u) << r.err.substr(0, 500);
 }

@@ -1,8 +1,8 @@
 // Bad input gets a clear error that names the flag: schedules, dtypes, world sizes, unknown flags.
 #include <gtest/gtest.h>
 
-#include "strategies/default_matrix.hpp"
 #include "bench/cli.hpp"
+#include "strategies/default_matrix.hpp"
 
 namespace shardaccum {
 namespace {
@@ -33,13 +33,16 @@ TEST(Schedules, BadSchedulesNameTheFlag) {
     const std::string e = error_of<std::invalid_argument>([&] { parse_schedule(bad, 4); });
     EXPECT_NE(e.find("--schedule"), std::string::npos) << bad << ": " << e;
   }
-  EXPECT_NE(error_of<std::invalid_argument>([] { parse_schedule("nnn", 4); }).find("must end in S"), std::string::npos);
-  EXPECT_NE(error_of<std::invalid_argument>([] { canonical_schedule("sync", 2); }).find("--k >= 3"), std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([] { parse_schedule("nnn", 4); }).find("must end in S"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([] { canonical_schedule("sync", 2); }).find("--k >= 3"),
+            std::string::npos);
 }
 
 TEST(Dtypes, TriplesParseAndBadOnesNameTheFlag) {
   EXPECT_EQ(parse_dtype_triple("bf16-bf16-fp32").name(), "bf16-bf16-fp32");
-  for (const char* bad : {"fp32", "fp16-fp16-fp32", "fp32-bf16-fp32", "bf16-bf16-bf16-fp32", "fp32-fp32-bf16"}) {
+  for (const char* bad :
+       {"fp32", "fp16-fp16-fp32", "fp32-bf16-fp32", "bf16-bf16-bf16-fp32", "fp32-fp32-bf16"}) {
     const std::string e = error_of<std::invalid_argument>([&] { parse_dtype_triple(bad); });
     EXPECT_NE(e.find("dtype"), std::string::npos) << bad << ": " << e;
   }
@@ -62,26 +65,20 @@ TEST(Cli, DefaultMatrixIsEveryStrategyAndSchedule) {
   EXPECT_EQ(a.schedules.size(), 4u);
   EXPECT_EQ(a.world_sizes, std::vector<int>{2});
   EXPECT_EQ(build_matrix(a).size(), default_strategies().size() * std::size(kCanonicalSchedules));
-  EXPECT_EQ(build_matrix(a)[0].name(),
-            "accum/model:uniform:8x1M/world:2/schedule:nnnS/binding:data/offload:none/mode:flag/dtype:fp32-fp32-fp32");
+  EXPECT_EQ(build_matrix(a)[0].name(), "accum/model:uniform:8x1M/world:2/schedule:nnnS/"
+                                       "binding:data/offload:none/mode:flag/dtype:fp32-fp32-fp32");
   EXPECT_EQ(cli({"--preset", "fsdp2,zero3", "--schedule", "sync"}).strategies.size(), 2u);
   EXPECT_EQ(cli({"--offload", "gpu-add,cpu-add", "--mode", "flag"}).strategies.size(), 4u);
 }
 
 TEST(Cli, BadFlagsAndValuesNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
-      {{"--world-size", "0"}, "--world-size"},
-      {{"--world-size", "two"}, "--world-size"},
-      {{"--schedule", "nnn"}, "--schedule"},
-      {{"--schedule", "SxS"}, "--schedule"},
-      {{"--offload", "disk"}, "--offload"},
-      {{"--mode", "guess"}, "--mode"},
-      {{"--binding", ""}, "--binding"},
-      {{"--preset", "fsdp3"}, "--preset"},
-      {{"--dtype", "fp16-fp16-fp16"}, "dtype"},
-      {{"--model", "no-such-model"}, "--model"},
-      {{"--backend", "tpu"}, "--backend"},
-      {{"--steps", "0"}, "--steps"},
+      {{"--world-size", "0"}, "--world-size"},  {{"--world-size", "two"}, "--world-size"},
+      {{"--schedule", "nnn"}, "--schedule"},    {{"--schedule", "SxS"}, "--schedule"},
+      {{"--offload", "disk"}, "--offload"},     {{"--mode", "guess"}, "--mode"},
+      {{"--binding", ""}, "--binding"},         {{"--preset", "fsdp3"}, "--preset"},
+      {{"--dtype", "fp16-fp16-fp16"}, "dtype"}, {{"--model", "no-such-model"}, "--model"},
+      {{"--backend", "tpu"}, "--backend"},      {{"--steps", "0"}, "--steps"},
       {{"--frobnicate"}, "--frobnicate"},
   };
   for (const auto& [args, flag] : bad) {

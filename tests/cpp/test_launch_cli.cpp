@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "bench_cli_support.hpp"
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,12 +18,14 @@ using Result = shardaccum::testing::CliResult;
 const auto run = shardaccum::testing::run_bench_cli;
 
 const char* kTorch2 = "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999";
-const char* kSmall = "--model uniform:2x1000 --schedule SSSS --offload none --mode flag --binding data "
-                     "--steps 1 --warmup 0";
+const char* kSmall =
+    "--model uniform:2x1000 --schedule SSSS --offload none --mode flag --binding data "
+    "--steps 1 --warmup 0";
 
 TEST(LaunchCli, TwoProcessLaunchOnTheHostBackendIsAnInputError) {
   for (const char* launcher : {"auto", "env"}) {
-    const Result r = run(kTorch2, std::string("--backend host --launcher ") + launcher + " " + kSmall);
+    const Result r =
+        run(kTorch2, std::string("--backend host --launcher ") + launcher + " " + kSmall);
     EXPECT_EQ(r.rc, 2) << r.err;
     EXPECT_NE(r.err.find("--launcher " + std::string(launcher)), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("cuda backend"), std::string::npos) << r.err;
@@ -51,9 +53,11 @@ TEST(LaunchCli, BadLauncherTimeoutAndEnvironmentValuesAreInputErrors) {
 }
 
 TEST(LaunchCli, ThreadsIgnoresTheEnvironmentAndAWorldOfOneStaysThreaded) {
-  Result r = run(kTorch2, std::string("--backend host --launcher threads --world-size 2 ") + kSmall);
+  Result r =
+      run(kTorch2, std::string("--backend host --launcher threads --world-size 2 ") + kSmall);
   EXPECT_EQ(r.rc, 0) << r.err;
-  r = run("SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0", std::string("--backend host --world-size 2 ") + kSmall);
+  r = run("SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0",
+          std::string("--backend host --world-size 2 ") + kSmall);
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 

@@ -37,7 +37,10 @@ TEST(Launcher, NoEnvironmentIsNullopt) {
 }
 
 TEST(Launcher, Torchrun) {
-  Env env{{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},
+  Env env{{"RANK", "3"},
+          {"WORLD_SIZE", "8"},
+          {"LOCAL_RANK", "1"},
+          {"MASTER_ADDR", "10.0.0.2"},
           {"MASTER_PORT", "29500"}};
   auto info = launch_from_env(fake(env));
   ASSERT_TRUE(info.has_value());
@@ -62,8 +65,11 @@ TEST(Launcher, Slurm) {
 }
 
 TEST(Launcher, OpenMpi) {
-  Env env{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-          {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"MASTER_ADDR", "node1"}, {"MASTER_PORT", "1234"}};
+  Env env{{"OMPI_COMM_WORLD_RANK", "0"},
+          {"OMPI_COMM_WORLD_SIZE", "2"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+          {"MASTER_ADDR", "node1"},
+          {"MASTER_PORT", "1234"}};
   auto info = launch_from_env(fake(env));
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->launcher, "openmpi");
@@ -74,9 +80,15 @@ TEST(Launcher, OpenMpi) {
 }
 
 TEST(Launcher, PrecedenceTorchrunThenOpenMpiThenSlurm) {
-  Env all{{"RANK", "1"},          {"WORLD_SIZE", "2"},    {"LOCAL_RANK", "1"},
-          {"SLURM_PROCID", "0"},  {"SLURM_NTASKS", "1"},  {"SLURM_LOCALID", "0"},
-          {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
+  Env all{{"RANK", "1"},
+          {"WORLD_SIZE", "2"},
+          {"LOCAL_RANK", "1"},
+          {"SLURM_PROCID", "0"},
+          {"SLURM_NTASKS", "1"},
+          {"SLURM_LOCALID", "0"},
+          {"OMPI_COMM_WORLD_RANK", "2"},
+          {"OMPI_COMM_WORLD_SIZE", "4"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
   EXPECT_EQ(launch_from_env(fake(all))->launcher, "torchrun");
   // mpirun inside a batch job: its ranks inherit the job's SLURM_PROCID=0; OpenMPI's rank wins.
   Env slurm_mpi = all;
@@ -108,7 +120,8 @@ TEST(Launcher, ResolveThreadsAutoEnv) {
   EXPECT_EQ(resolve_launcher("env", fake(slurm1)).launcher, "slurm");
   const std::string msg = invalid_message([&] { resolve_launcher("env", fake(none)); });
   EXPECT_NE(msg.find("--launcher env"), std::string::npos) << msg;
-  for (const char* var : {"RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK"})
+  for (const char* var :
+       {"RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK"})
     EXPECT_NE(msg.find(var), std::string::npos) << var << " in: " << msg;
   EXPECT_NE(invalid_message([&] { resolve_launcher("mpi", fake(none)); }).find("--launcher"),
             std::string::npos);
@@ -128,23 +141,32 @@ TEST(Launcher, BadValuesNameTheVariable) {
       {{{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "-2"}}, "LOCAL_RANK='-2'"},
       {{{"RANK", "1"}, {"WORLD_SIZE", "4"}}, "LOCAL_RANK is not set"},
       {{{"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}, "RANK is not set"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT='70000'"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_PORT", "http"}}, "MASTER_PORT='http'"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_PORT", "70000"}},
+       "MASTER_PORT='70000'"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_PORT", "http"}},
+       "MASTER_PORT='http'"},
       {{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}, "SLURM_PROCID='3'"},
-      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "two"}, {"SLURM_LOCALID", "0"}}, "SLURM_NTASKS='two'"},
-      {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "-1"}},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "two"}, {"SLURM_LOCALID", "0"}},
+       "SLURM_NTASKS='two'"},
+      {{{"OMPI_COMM_WORLD_RANK", "0"},
+        {"OMPI_COMM_WORLD_SIZE", "2"},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "-1"}},
        "OMPI_COMM_WORLD_LOCAL_RANK='-1'"},
   };
   for (const Case& c : cases) {
     const std::string msg = invalid_message([&] { launch_from_env(fake(c.env)); });
-    EXPECT_NE(msg.find(c.needle), std::string::npos) << "want '" << c.needle << "' in: '" << msg << "'";
+    EXPECT_NE(msg.find(c.needle), std::string::npos)
+        << "want '" << c.needle << "' in: '" << msg << "'";
     // auto does not hide a half-set or malformed environment.
     EXPECT_THROW(resolve_launcher("auto", fake(c.env)), std::invalid_argument) << c.needle;
   }
 }
 
 TEST(Launcher, RendezvousSpecParsing) {
-  Env torch{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"},
+  Env torch{{"RANK", "0"},
+            {"WORLD_SIZE", "2"},
+            {"LOCAL_RANK", "0"},
+            {"MASTER_ADDR", "127.0.0.1"},
             {"MASTER_PORT", "29500"}};
   const LaunchInfo info = *launch_from_env(fake(torch));
   RendezvousSpec d = parse_rendezvous("", info);
@@ -152,8 +174,12 @@ TEST(Launcher, RendezvousSpecParsing) {
   EXPECT_EQ(d.host, "127.0.0.1");
   EXPECT_EQ(d.port, 29500);
   // Under torchrun the agent's store holds MASTER_PORT: the default moves to the next port.
-  Env agent{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"},
-            {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  Env agent{{"RANK", "1"},
+            {"WORLD_SIZE", "2"},
+            {"LOCAL_RANK", "1"},
+            {"MASTER_ADDR", "10.0.0.1"},
+            {"MASTER_PORT", "29500"},
+            {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
   const RendezvousSpec a = parse_rendezvous("", *launch_from_env(fake(agent)));
   EXPECT_EQ(a.host, "10.0.0.1");
   EXPECT_EQ(a.port, 29501);
@@ -165,19 +191,23 @@ TEST(Launcher, RendezvousSpecParsing) {
   EXPECT_EQ(t.host, "node7");
   EXPECT_EQ(t.port, 4000);
   EXPECT_EQ(parse_rendezvous("tcp:[::1]:4000", info).host, "::1");
-  for (const char* bad : {"file:", "tcp:node7", "tcp::4000", "tcp:node7:0", "tcp:node7:65536", "tcp:h:x",
-                          "udp:h:1", "nccl_id"})
-    EXPECT_NE(invalid_message([&] { parse_rendezvous(bad, info); }).find("--rendezvous"), std::string::npos)
+  for (const char* bad : {"file:", "tcp:node7", "tcp::4000", "tcp:node7:0", "tcp:node7:65536",
+                          "tcp:h:x", "udp:h:1", "nccl_id"})
+    EXPECT_NE(invalid_message([&] { parse_rendezvous(bad, info); }).find("--rendezvous"),
+              std::string::npos)
         << bad;
 }
 
 TEST(Launcher, TcpDefaultNeedsMasterAddrAndPort) {
-  Env no_port{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}};
-  const std::string m1 = invalid_message([&] { parse_rendezvous("", *launch_from_env(fake(no_port))); });
+  Env no_port{
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}};
+  const std::string m1 =
+      invalid_message([&] { parse_rendezvous("", *launch_from_env(fake(no_port))); });
   EXPECT_NE(m1.find("MASTER_PORT"), std::string::npos) << m1;
   EXPECT_NE(m1.find("--rendezvous"), std::string::npos) << m1;
   Env slurm{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}};
-  const std::string m2 = invalid_message([&] { parse_rendezvous("", *launch_from_env(fake(slurm))); });
+  const std::string m2 =
+      invalid_message([&] { parse_rendezvous("", *launch_from_env(fake(slurm))); });
   EXPECT_NE(m2.find("MASTER_ADDR"), std::string::npos) << m2;
 }
 

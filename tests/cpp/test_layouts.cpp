@@ -21,14 +21,14 @@ using nlohmann::json;
 
 const std::vector<std::string> kDirs = {SHARDACCUM_CONFIG_DIR};
 
-json read_config(const std::string &name) {
+json read_config(const std::string& name) {
   std::ifstream in(std::string(SHARDACCUM_CONFIG_DIR) + "/" + name + ".json");
   EXPECT_TRUE(in.good()) << name;
   return json::parse(in);
 }
 
 /// Writes `content` to a fresh file under the test temp dir and returns its path.
-std::string write_temp(const std::string &file, const std::string &content) {
+std::string write_temp(const std::string& file, const std::string& content) {
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / "shardaccum_test_layouts";
   std::filesystem::create_directories(dir);
@@ -38,26 +38,26 @@ std::string write_temp(const std::string &file, const std::string &content) {
 }
 
 /// Runs `f`, which must throw std::invalid_argument naming --model and containing `needle`.
-void expect_model_error(const std::function<void()> &f, const std::string &needle,
-                        const std::string &label) {
+void expect_model_error(const std::function<void()>& f, const std::string& needle,
+                        const std::string& label) {
   SCOPED_TRACE(label);
   try {
     f();
     ADD_FAILURE() << "no exception for " << label;
-  } catch (const std::invalid_argument &e) {
+  } catch (const std::invalid_argument& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("--model"), std::string::npos) << msg;
     EXPECT_NE(msg.find(needle), std::string::npos) << "expected '" << needle << "' in: " << msg;
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong exception type for " << label << ": " << e.what();
   }
 }
 
-void expect_spec_error(const std::string &spec, const std::string &needle) {
+void expect_spec_error(const std::string& spec, const std::string& needle) {
   expect_model_error([&] { load_layout(spec, kDirs); }, needle, spec);
 }
 
-void expect_json_error(const json &j, const std::string &needle) {
+void expect_json_error(const json& j, const std::string& needle) {
   expect_model_error([&] { layout_from_json(j, "t"); }, needle, j.dump());
 }
 
@@ -68,11 +68,11 @@ TEST(Layouts, Gpt2) {
   const Layout l = load_layout("gpt2", kDirs);
   EXPECT_EQ(l.name, "gpt2");
   EXPECT_EQ(l.total_numel(), 124'439'808u);
-  ASSERT_EQ(l.units.size(), 14u); // wte+wpe, h.0..h.11, ln_f; lm_head is tied to wte
+  ASSERT_EQ(l.units.size(), 14u);  // wte+wpe, h.0..h.11, ln_f; lm_head is tied to wte
   EXPECT_EQ(l.units.front().name, "wte+wpe");
   EXPECT_EQ(l.units.front().numel, 50257u * 768 + 1024u * 768);
   EXPECT_EQ(l.units[1].name, "h.0");
-  EXPECT_EQ(l.units[1].numel, 7'087'872u); // 12 d^2 + 13 d with d = 768
+  EXPECT_EQ(l.units[1].numel, 7'087'872u);  // 12 d^2 + 13 d with d = 768
   EXPECT_EQ(l.units[12].name, "h.11");
   EXPECT_EQ(l.units.back().name, "ln_f");
   EXPECT_EQ(l.units.back().numel, 2u * 768);
@@ -89,7 +89,7 @@ TEST(Layouts, Llama2_7b) {
   const Layout l = load_layout("llama2-7b", kDirs);
   EXPECT_EQ(l.name, "llama2-7b");
   EXPECT_EQ(l.total_numel(), 6'738'415'616u);
-  ASSERT_EQ(l.units.size(), 35u); // 32 blocks + embed_tokens + norm + lm_head
+  ASSERT_EQ(l.units.size(), 35u);  // 32 blocks + embed_tokens + norm + lm_head
   EXPECT_EQ(l.units[0].name, "embed_tokens");
   EXPECT_EQ(l.units[0].numel, 131'072'000u);
   EXPECT_EQ(l.units[1].name, "layers.0");
@@ -106,7 +106,7 @@ TEST(Layouts, Llama31_8b) {
   EXPECT_EQ(l.name, "llama3.1-8b");
   EXPECT_EQ(l.total_numel(), 8'030'261'248u);
   EXPECT_EQ(l.units.size(), 35u);
-  EXPECT_EQ(l.units[1].numel, 218'112'000u); // GQA: k and v project to 8 * 128
+  EXPECT_EQ(l.units[1].numel, 218'112'000u);  // GQA: k and v project to 8 * 128
 }
 
 TEST(Layouts, Mistral7b) {
@@ -120,8 +120,7 @@ TEST(Layouts, DesignExampleBytes) {
   // H2D (s-1)*(P_u/N)*4 bytes per rank, summed over units.
   const Layout l = load_layout("llama2-7b", kDirs);
   uint64_t shard_elems = 0;
-  for (const FlatParam &u : l.units)
-    shard_elems += shard_numel(u.numel, 2);
+  for (const FlatParam& u : l.units) shard_elems += shard_numel(u.numel, 2);
   EXPECT_EQ(4 * shard_elems * 4, 53'907'324'928u);
   EXPECT_EQ(3 * shard_elems * 4, 40'430'493'696u);
 }
@@ -148,8 +147,7 @@ TEST(Layouts, LlamaTiedEmbeddings) {
   const Layout tied = layout_from_json(cfg, "tied");
   EXPECT_EQ(tied.name, "tied");
   EXPECT_EQ(tied.units.size(), 34u);
-  for (const FlatParam &u : tied.units)
-    EXPECT_NE(u.name, "lm_head");
+  for (const FlatParam& u : tied.units) EXPECT_NE(u.name, "lm_head");
   EXPECT_EQ(tied.units.back().name, "norm");
   EXPECT_EQ(tied.total_numel(), 6'738'415'616u - uint64_t{32000} * 4096u);
 }
@@ -170,7 +168,7 @@ TEST(Layouts, Gpt2UntiedAndInner) {
   EXPECT_EQ(s.units[0].numel, 52u);
   EXPECT_EQ(s.units[1].numel, 154u);
   EXPECT_EQ(s.units[2].numel, 8u);
-  small["n_inner"] = nullptr; // null means 4 * n_embd = 16
+  small["n_inner"] = nullptr;  // null means 4 * n_embd = 16
   EXPECT_EQ(layout_from_json(small, "s").units[1].numel, 16u + 60 + 20 + (64 + 16) + (64 + 4));
 }
 
@@ -186,13 +184,13 @@ TEST(Layouts, LlamaSmallByHand) {
   EXPECT_EQ(l.total_numel(), 80u + 2 * 592 + 8 + 80);
 
   cfg["model_type"] = "llama";
-  cfg["attention_bias"] = true; // + q 8, k 4, v 4, o 8
+  cfg["attention_bias"] = true;  // + q 8, k 4, v 4, o 8
   EXPECT_EQ(layout_from_json(cfg, "m").units[1].numel, 592u + 24);
-  cfg["mlp_bias"] = true; // + gate 16, up 16, down 8
+  cfg["mlp_bias"] = true;  // + gate 16, up 16, down 8
   EXPECT_EQ(layout_from_json(cfg, "m").units[1].numel, 592u + 24 + 40);
-  cfg["head_dim"] = 2; // explicit head_dim wins: q 8*4, k 8*2, v 8*2, o 4*8, biases 4+2+2+8
+  cfg["head_dim"] = 2;  // explicit head_dim wins: q 8*4, k 8*2, v 8*2, o 4*8, biases 4+2+2+8
   EXPECT_EQ(layout_from_json(cfg, "m").units[1].numel, 32u + 16 + 16 + 32 + 16 + 384 + 40 + 16);
-  cfg.erase("num_key_value_heads"); // defaults to num_attention_heads
+  cfg.erase("num_key_value_heads");  // defaults to num_attention_heads
   cfg.erase("head_dim");
   cfg["attention_bias"] = false;
   cfg["mlp_bias"] = false;
@@ -218,7 +216,7 @@ TEST(Layouts, Uniform) {
   EXPECT_EQ(load_layout("uniform:2x7", kDirs).total_numel(), 14u);
   EXPECT_EQ(load_layout("uniform:1x3K", kDirs).total_numel(), 3072u);
   EXPECT_EQ(load_layout("uniform:2x1G", kDirs).total_numel(), 2u << 30);
-  EXPECT_EQ(load_layout("uniform:1x2k", {}).total_numel(), 2048u); // suffixes ignore case
+  EXPECT_EQ(load_layout("uniform:1x2k", {}).total_numel(), 2048u);  // suffixes ignore case
 }
 
 TEST(Layouts, UniformErrors) {
@@ -255,7 +253,7 @@ TEST(Layouts, JsonLayoutList) {
   EXPECT_EQ(l.units[0].name, "a");
   EXPECT_EQ(l.units[1].numel, 5u);
   EXPECT_EQ(l.total_numel(), 8u);
-  EXPECT_EQ(layout_from_json(obj, "").name, "mine"); // the file's name fills an empty name
+  EXPECT_EQ(layout_from_json(obj, "").name, "mine");  // the file's name fills an empty name
 
   const Layout bare =
       layout_from_json(json::parse(R"([{"name": "x", "numel": 281474976710656}])"), "b");
@@ -322,7 +320,7 @@ TEST(Layouts, ConfigErrors) {
   expect_json_error(c, "positive integer");
 
   c = cfg;
-  c["num_attention_heads"] = 8192; // head_dim = 4096 / 8192 = 0
+  c["num_attention_heads"] = 8192;  // head_dim = 4096 / 8192 = 0
   expect_json_error(c, "head_dim 0");
   c = cfg;
   c["tie_word_embeddings"] = "yes";
@@ -331,7 +329,7 @@ TEST(Layouts, ConfigErrors) {
   c["num_hidden_layers"] = 10'000'000;
   expect_json_error(c, "above the limit");
   c = cfg;
-  c["hidden_size"] = uint64_t{1} << 40; // each field in range, products are not
+  c["hidden_size"] = uint64_t{1} << 40;  // each field in range, products are not
   expect_json_error(c, "exceeds the limit");
 
   json g = read_config("gpt2");
@@ -359,7 +357,7 @@ TEST(Layouts, NameAndFileErrors) {
   const std::string bad =
       write_temp("bad-config.json", R"({"model_type": "llama", "hidden_size": )");
   expect_spec_error(bad, "is not valid JSON");
-  expect_spec_error(bad, "parse error"); // nlohmann's own text
+  expect_spec_error(bad, "parse error");  // nlohmann's own text
   const std::string empty = write_temp("empty.json", "");
   expect_spec_error(empty, "is not valid JSON");
   const std::string bert = write_temp("bert.json", R"({"model_type": "bert", "hidden_size": 768})");
@@ -372,9 +370,11 @@ TEST(Layouts, DeepJsonIsRefusedNotACrash) {
   const std::string deep = write_temp("deep.json", std::string(n, '[') + std::string(n, ']'));
   expect_spec_error(deep, "JSON nested deeper than 64 levels");
   // 64 levels parse; the 65th is refused.
-  const std::string ok64 = write_temp("ok64.json", "{\"units\":" + std::string(63, '[') + std::string(63, ']') + "}");
-  expect_spec_error(ok64, "unit 0 must be an object"); // parsed, then judged as a layout
-  const std::string deep65 = write_temp("deep65.json", "{\"units\":" + std::string(64, '[') + std::string(64, ']') + "}");
+  const std::string ok64 =
+      write_temp("ok64.json", "{\"units\":" + std::string(63, '[') + std::string(63, ']') + "}");
+  expect_spec_error(ok64, "unit 0 must be an object");  // parsed, then judged as a layout
+  const std::string deep65 =
+      write_temp("deep65.json", "{\"units\":" + std::string(64, '[') + std::string(64, ']') + "}");
   expect_spec_error(deep65, "deeper than 64");
 }
 
@@ -390,20 +390,23 @@ TEST(Layouts, DuplicateKeysAreRefusedNamingTheKey) {
 }
 
 TEST(Layouts, UnitsAndModelTypeTogetherAreRefused) {
-  expect_json_error(json{{"units", json::array({{{"name", "a"}, {"numel", 1}}})}, {"model_type", "gpt2"}},
-                    "give either");
+  expect_json_error(
+      json{{"units", json::array({{{"name", "a"}, {"numel", 1}}})}, {"model_type", "gpt2"}},
+      "give either");
 }
 
 TEST(Layouts, KvHeadsMustDivideHeads) {
-  json cfg = {{"model_type", "llama"}, {"hidden_size", 64}, {"intermediate_size", 128},
+  json cfg = {{"model_type", "llama"},  {"hidden_size", 64}, {"intermediate_size", 128},
               {"num_hidden_layers", 2}, {"vocab_size", 100}, {"num_attention_heads", 4}};
   cfg["num_key_value_heads"] = 8;
-  expect_json_error(cfg, "\"num_key_value_heads\" (8) must divide field \"num_attention_heads\" (4)");
+  expect_json_error(cfg,
+                    "\"num_key_value_heads\" (8) must divide field \"num_attention_heads\" (4)");
   cfg["num_attention_heads"] = 6;
   cfg["num_key_value_heads"] = 4;
-  expect_json_error(cfg, "\"num_key_value_heads\" (4) must divide field \"num_attention_heads\" (6)");
+  expect_json_error(cfg,
+                    "\"num_key_value_heads\" (4) must divide field \"num_attention_heads\" (6)");
   cfg["num_key_value_heads"] = 3;
-  EXPECT_EQ(layout_from_json(cfg, "t").units.size(), 5u); // embed, 2 layers, norm, lm_head
+  EXPECT_EQ(layout_from_json(cfg, "t").units.size(), 5u);  // embed, 2 layers, norm, lm_head
 }
 
 TEST(Layouts, MessagesQuoteValuesShort) {
@@ -412,8 +415,7 @@ TEST(Layouts, MessagesQuoteValuesShort) {
   // Built and handed over by moves only: nlohmann's copy recurses, and a 100k-deep copy overflows
   // the stack of an ASan build (the code under test copies nothing of it).
   json wide = json::array();
-  for (int i = 0; i < 100000; ++i)
-    wide.push_back(i);
+  for (int i = 0; i < 100000; ++i) wide.push_back(i);
   json deep = json::array();
   for (int i = 0; i < 100000; ++i) {
     json outer = json::array();
@@ -423,11 +425,11 @@ TEST(Layouts, MessagesQuoteValuesShort) {
   json wide_units = json::array(), deep_units = json::array();
   wide_units.push_back(std::move(wide));
   deep_units.push_back(std::move(deep));
-  for (const json *units : {&wide_units, &deep_units}) {
+  for (const json* units : {&wide_units, &deep_units}) {
     try {
       layout_from_json(*units, "t");
       ADD_FAILURE() << "no error";
-    } catch (const std::invalid_argument &e) {
+    } catch (const std::invalid_argument& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find("unit 0 must be an object"), std::string::npos) << msg;
       EXPECT_NE(msg.find("..."), std::string::npos) << msg;
@@ -438,10 +440,10 @@ TEST(Layouts, MessagesQuoteValuesShort) {
   try {
     layout_from_json(json{{"model_type", long_type}}, "t");
     ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument &e) {
+  } catch (const std::invalid_argument& e) {
     EXPECT_LT(std::string(e.what()).size(), 400u);
   }
 }
 
-} // namespace
-} // namespace shardaccum
+}  // namespace
+}  // namespace shardaccum

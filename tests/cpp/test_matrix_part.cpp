@@ -1,15 +1,15 @@
-// --part I/N (bench/case_matrix.hpp): the N slices of the case matrix cover every case exactly once,
-// in order, with sizes that differ by at most 1; bad values are input errors naming --part.
+// --part I/N (bench/case_matrix.hpp): the N slices of the case matrix cover every case exactly
+// once, in order, with sizes that differ by at most 1; bad values are input errors naming --part.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "strategies/default_matrix.hpp"
 #include "bench/case_matrix.hpp"
 #include "bench/cli.hpp"
 #include "bench_cli_support.hpp"
+#include "strategies/default_matrix.hpp"
 
 namespace shardaccum {
 namespace {
@@ -55,7 +55,8 @@ TEST(MatrixPart, ParseAcceptsIOverNAndRefusesEverythingElse) {
   EXPECT_EQ(p.index, 2);
   EXPECT_EQ(p.count, 3);
   EXPECT_EQ(p.text(), "2/3");
-  for (const char* bad : {"0/3", "4/3", "x", "1/", "/2", "1/0", "+1/2", "1/2/3", " 1/2", "-1/2", "1/9999999", ""}) {
+  for (const char* bad :
+       {"0/3", "4/3", "x", "1/", "/2", "1/0", "+1/2", "1/2/3", " 1/2", "-1/2", "1/9999999", ""}) {
     try {
       parse_part(bad);
       ADD_FAILURE() << "--part '" << bad << "' was accepted";
@@ -66,7 +67,8 @@ TEST(MatrixPart, ParseAcceptsIOverNAndRefusesEverythingElse) {
   EXPECT_THROW(part_range(3, MatrixPart{1, 4}), std::invalid_argument);  // a slice would be empty
 }
 
-const std::string kTiny = "--backend host --model uniform:2x1000 --binding data --mode flag --steps 1 --warmup 0 ";
+const std::string kTiny =
+    "--backend host --model uniform:2x1000 --binding data --mode flag --steps 1 --warmup 0 ";
 
 TEST(MatrixPartCli, BadPartValuesExitTwoNamingTheFlag) {
   for (const char* bad : {"0/3", "4/3", "x"}) {
@@ -83,7 +85,8 @@ TEST(MatrixPartCli, BadPartValuesExitTwoNamingTheFlag) {
 TEST(MatrixPartCli, ListShowsTheSliceAndTheWholeMatrixSize) {
   const auto r = testing::run_bench_cli("", kTiny + "--list --part 2/3");
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("5 cases on backend host (part 2/3 of 16 cases)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("5 cases on backend host (part 2/3 of 16 cases)"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

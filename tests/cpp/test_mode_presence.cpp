@@ -1,6 +1,7 @@
 // Mode tracking `presence` (strategies/mode/presence.cpp): where `shape` loses every sync but the
 // last once the shard is offloaded, `presence` sees the host shard and adds; `copy` stays wrong
-// whatever the mode says. Bytes and peaks against the model are EveryStrategy's (test_registry.cpp).
+// whatever the mode says. Bytes and peaks against the model are EveryStrategy's
+// (test_registry.cpp).
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
@@ -10,9 +11,13 @@ namespace {
 
 testing::Outcome run(const char* offload, const char* mode, const char* schedule, int world) {
   auto be = make_host_backend({world, 1});
-  const CasePlan plan{testing::make_layout({1009, 64, 1}), parse_schedule(schedule, 4),
-                      StrategySpec{"data-free", offload, mode, "end"}, parse_dtype_triple("fp32-fp32-fp32"),
-                      GenMode::dyadic, 3, "t"};
+  const CasePlan plan{testing::make_layout({1009, 64, 1}),
+                      parse_schedule(schedule, 4),
+                      StrategySpec{"data-free", offload, mode, "end"},
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      3,
+                      "t"};
   return testing::run_two_steps(*be, plan);
 }
 

@@ -1,15 +1,17 @@
 // The analytical model against hand-computed literals (docs/DESIGN.md §3).
 #include <gtest/gtest.h>
 
-#include "strategies/preset/preset.hpp"
 #include "bench/model_layouts.hpp"
+#include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
 namespace {
 
 CasePlan plan_for(Layout l, const char* sched, const StrategySpec& s, const char* dtype) {
-  return CasePlan{std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype), GenMode::dyadic, 1, "t"};
+  return CasePlan{
+      std::move(l), parse_schedule(sched, 4), s, parse_dtype_triple(dtype), GenMode::dyadic, 1,
+      "t"};
 }
 
 // docs/DESIGN.md's example to check by hand: llama2-7b, N=2, fp32, sync, gpu-add.
@@ -63,7 +65,8 @@ TEST(Model, SmallCaseByHand) {
 // under shape never adds (no H2D) and copies every shard down.
 TEST(Model, WrongCellsFollowTheirStateMachine) {
   const Layout l = load_layout("uniform:2x1000", {});
-  const Prediction p = predict(plan_for(l, "SSSS", {"data-free", "gpu-add", "shape"}, "fp32-fp32-fp32"), 3);
+  const Prediction p =
+      predict(plan_for(l, "SSSS", {"data-free", "gpu-add", "shape"}, "fp32-fp32-fp32"), 3);
   EXPECT_EQ(p.h2d_bytes, 0u);
   EXPECT_EQ(p.d2h_bytes, 10752u);
 }

@@ -1,6 +1,6 @@
-// The NVTX hierarchy of one host step, seen by an NVTX tool (docs/DESIGN.md §6): shardaccum_bench runs
-// with NVTX_INJECTION64_PATH pointing at tests/nvtx_inject's recorder, which writes every range
-// push and pop to a file; the test rebuilds each rank thread's tree of ranges from it.
+// The NVTX hierarchy of one host step, seen by an NVTX tool (docs/DESIGN.md §6): shardaccum_bench
+// runs with NVTX_INJECTION64_PATH pointing at tests/nvtx_inject's recorder, which writes every
+// range push and pop to a file; the test rebuilds each rank thread's tree of ranges from it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "strategies/preset/preset.hpp"
 #include "bench/bench_cases.hpp"
 #include "bench/case_runner.hpp"
 #include "bench_cli_support.hpp"
 #include "faulty_backend.hpp"
+#include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
@@ -22,8 +22,13 @@ constexpr int kWarmup = 1, kSteps = 5;  // step 0 warms up, steps 1..5 are measu
 
 CaseVerdict run_measured(Backend& be, CheckMode mode) {
   // zero3 on nSnS is correct by design: any WRONG comes from the injected fault.
-  const CasePlan plan{testing::make_layout({1009, 64}), canonical_schedule("interleaved-sync-last", 4),
-                      preset("zero3"), parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 7, "t"};
+  const CasePlan plan{testing::make_layout({1009, 64}),
+                      canonical_schedule("interleaved-sync-last", 4),
+                      preset("zero3"),
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      7,
+                      "t"};
   CaseRunner runner(be, plan);
   uint32_t step = 0;
   for (int w = 0; w < kWarmup; ++w) runner.step(step++, false);
@@ -91,8 +96,10 @@ TEST(OracleCheckEvery, JsonContextRecordsTheCheckMode) {
   const std::string out = ::testing::TempDir() + "/check_ctx_" + std::to_string(getpid()) + ".json";
   for (const char* mode : {"every", "last"}) {
     const auto r = testing::run_bench_cli(
-        "", std::string("--backend host --model uniform:1x64 --world-size 1 --preset zero3 --schedule sync "
-                        "--steps 2 --check ") + mode + " --benchmark_out=" + out + " --benchmark_out_format=json");
+        "", std::string(
+                "--backend host --model uniform:1x64 --world-size 1 --preset zero3 --schedule sync "
+                "--steps 2 --check ") +
+                mode + " --benchmark_out=" + out + " --benchmark_out_format=json");
     ASSERT_EQ(r.rc, 0) << r.err;
     std::ifstream in(out);
     const nlohmann::json j = nlohmann::json::parse(in);

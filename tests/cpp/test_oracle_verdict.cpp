@@ -31,14 +31,14 @@ TEST(OracleVerdict, DyadicRangeKeepsBf16SumsWithin256Eighths) {
 }
 
 TEST(OracleVerdict, SumsExactOnlyForDyadicValuesWithinBudget) {
-  EXPECT_TRUE(sums_exact(kFp32, kDyadic, 4, 2));        // 4*8 = 32 <= 2^24
-  EXPECT_TRUE(sums_exact(kFp32, kDyadic, 4096, 1024));  // 4 * 2^22 = 2^24: the limit itself
-  EXPECT_FALSE(sums_exact(kFp32, kDyadic, 4096, 1025)); // 4 * 4096 * 1025 > 2^24
-  EXPECT_FALSE(sums_exact(kFp32, kRandom, 4, 2));       // full-mantissa values round
+  EXPECT_TRUE(sums_exact(kFp32, kDyadic, 4, 2));         // 4*8 = 32 <= 2^24
+  EXPECT_TRUE(sums_exact(kFp32, kDyadic, 4096, 1024));   // 4 * 2^22 = 2^24: the limit itself
+  EXPECT_FALSE(sums_exact(kFp32, kDyadic, 4096, 1025));  // 4 * 4096 * 1025 > 2^24
+  EXPECT_FALSE(sums_exact(kFp32, kRandom, 4, 2));        // full-mantissa values round
   EXPECT_FALSE(sums_exact(kFp32, kRandom, 1, 1));
-  EXPECT_TRUE(sums_exact(kBf16Fp32, kDyadic, 13, 5));   // K*N = 65 > 63 with r = 3: 195 <= 256
-  EXPECT_TRUE(sums_exact(kBf16, kDyadic, 64, 4));       // r = 1: 256 <= 256
-  EXPECT_FALSE(sums_exact(kBf16, kDyadic, 100, 4));     // r = 1: 400 > 256
+  EXPECT_TRUE(sums_exact(kBf16Fp32, kDyadic, 13, 5));  // K*N = 65 > 63 with r = 3: 195 <= 256
+  EXPECT_TRUE(sums_exact(kBf16, kDyadic, 64, 4));      // r = 1: 256 <= 256
+  EXPECT_FALSE(sums_exact(kBf16, kDyadic, 100, 4));    // r = 1: 400 > 256
   EXPECT_FALSE(sums_exact(kBf16Fp32, kRandom, 4, 2));
 }
 
@@ -59,11 +59,12 @@ TEST(OracleVerdict, ErrorBoundCountsRoundingsWithHeadroomTwo) {
 }
 
 TEST(OracleVerdict, OracleResolvesOnlyWhenALostMicroBatchStandsOut) {
-  EXPECT_TRUE(oracle_resolves(kFp32, kDyadic, 4, 2));     // 2^-23 far below 1/4
-  EXPECT_TRUE(oracle_resolves(kFp32, kRandom, 4, 2));     // 1.55e-6 < 0.5 * sqrt(1/4) = 0.25
-  EXPECT_TRUE(oracle_resolves(kBf16Fp32, kRandom, 4, 2)); // 0.0625006 < 0.25
-  EXPECT_TRUE(oracle_resolves(kBf16, kRandom, 4, 2));     // 0.1015625 < 0.25
-  // Random bf16-bf16-fp32, K=8, N=4: 2 * (32 * 2^-8 + 9 * 2^-24) = 0.2500011 >= 0.5 * sqrt(1/8) = 0.177.
+  EXPECT_TRUE(oracle_resolves(kFp32, kDyadic, 4, 2));      // 2^-23 far below 1/4
+  EXPECT_TRUE(oracle_resolves(kFp32, kRandom, 4, 2));      // 1.55e-6 < 0.5 * sqrt(1/4) = 0.25
+  EXPECT_TRUE(oracle_resolves(kBf16Fp32, kRandom, 4, 2));  // 0.0625006 < 0.25
+  EXPECT_TRUE(oracle_resolves(kBf16, kRandom, 4, 2));      // 0.1015625 < 0.25
+  // Random bf16-bf16-fp32, K=8, N=4: 2 * (32 * 2^-8 + 9 * 2^-24) = 0.2500011 >= 0.5 * sqrt(1/8) =
+  // 0.177.
   EXPECT_FALSE(oracle_resolves(kBf16Fp32, kRandom, 8, 4));
   // A bf16 accumulator (bound 2^-7 = 0.0078125) with exact sums: a witness shows one lost
   // micro-batch as 1/K; resolved while 2^-7 < 0.25/K: K = 31 (0.00806) yes, K = 32 (0.0078125) no.
@@ -85,8 +86,8 @@ OracleResult result(double err2, double ref2) {
 TEST(OracleVerdict, IsCorrectNeedsBoundFinitenessZeroPaddingAndEveryUnit) {
   const double bound = 1.1920928955078125e-07;  // fp32 dyadic, 2^-23
   EXPECT_TRUE(is_correct(result(0, 4), bound));
-  EXPECT_TRUE(is_correct(result(1e-14, 1), bound));    // rel 1e-7 <= 1.19e-7
-  EXPECT_FALSE(is_correct(result(4e-14, 1), bound));   // rel 2e-7 > 1.19e-7
+  EXPECT_TRUE(is_correct(result(1e-14, 1), bound));   // rel 1e-7 <= 1.19e-7
+  EXPECT_FALSE(is_correct(result(4e-14, 1), bound));  // rel 2e-7 > 1.19e-7
   EXPECT_FALSE(is_correct(result(std::nan(""), 1), bound));
   EXPECT_FALSE(is_correct(result(std::numeric_limits<double>::infinity(), 1), bound));
   OracleResult pad = result(0, 1);

@@ -46,8 +46,17 @@ GradKey grad_key(const Shape& s, uint32_t unit, uint32_t mb, uint32_t rank) {
 }
 
 OracleKey oracle_key(const Shape& s, uint32_t unit, uint32_t rank) {
-  OracleKey o{s.seed, 1, static_cast<uint32_t>(s.k), static_cast<uint32_t>(s.n), rank, unit, s.numel,
-              s.shard() * rank, GenMode::dyadic, s.dtypes.grad, s.range()};
+  OracleKey o{s.seed,
+              1,
+              static_cast<uint32_t>(s.k),
+              static_cast<uint32_t>(s.n),
+              rank,
+              unit,
+              s.numel,
+              s.shard() * rank,
+              GenMode::dyadic,
+              s.dtypes.grad,
+              s.range()};
   set_shard(o, s.shard());
   return o;
 }
@@ -56,7 +65,8 @@ OracleKey oracle_key(const Shape& s, uint32_t unit, uint32_t rank) {
 std::vector<Term> correct_terms(const Shape& s, uint32_t u) {
   std::vector<Term> t;
   for (int mb = 0; mb < s.k; ++mb)
-    for (int r = 0; r < s.n; ++r) t.push_back({u, static_cast<uint32_t>(mb), static_cast<uint32_t>(r), 1});
+    for (int r = 0; r < s.n; ++r)
+      t.push_back({u, static_cast<uint32_t>(mb), static_cast<uint32_t>(r), 1});
   return t;
 }
 
@@ -68,7 +78,9 @@ using Fault = std::function<void(const Shape&, std::vector<std::vector<Term>>&)>
 class Judge {
  public:
   Judge(RankBackend& be, const Shape& s)
-      : be_(be), s_(s), bound_(error_bound(s.dtypes, GenMode::dyadic, s.k, s.n)),
+      : be_(be),
+        s_(s),
+        bound_(error_bound(s.dtypes, GenMode::dyadic, s.k, s.n)),
         shard_(be.allocate(MemSpace::device, DType::fp32, s.shard(), Stream::compute)) {
     // g_[unit][mb][rank][i] over the padded unit, from the generator (rounded as backward does).
     const uint64_t padded = s.shard() * s.n;
@@ -111,7 +123,8 @@ class Judge {
   static bool same(const std::vector<Term>& a, const std::vector<Term>& b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
-      if (a[i].src_unit != b[i].src_unit || a[i].mb != b[i].mb || a[i].rank != b[i].rank || a[i].times != b[i].times)
+      if (a[i].src_unit != b[i].src_unit || a[i].mb != b[i].mb || a[i].rank != b[i].rank ||
+          a[i].times != b[i].times)
         return false;
     return true;
   }
@@ -124,7 +137,8 @@ class Judge {
       for (uint64_t j = 0; j < s_.shard(); ++j) {
         const uint64_t i = s_.shard() * r + j;
         float sum = 0;
-        for (const Term& t : terms) sum += static_cast<float>(t.times) * g_[index(t.src_unit, t.mb, t.rank, i)];
+        for (const Term& t : terms)
+          sum += static_cast<float>(t.times) * g_[index(t.src_unit, t.mb, t.rank, i)];
         v[j] = sum / static_cast<float>(s_.n);
         if (s_.dtypes.accum == DType::bf16) v[j] = bf16_to_float(float_to_bf16(v[j]));
       }
@@ -151,8 +165,10 @@ std::vector<std::pair<std::string, Fault>> faults(const Shape& s) {
     std::erase_if(t[2], [&](const Term& x) { return x.mb == m0; });
   });
   if (s.k > 1)
-    f.emplace_back("all but the last micro-batch lost (offload copy)", [=](const Shape& sh, auto& t) {
-      for (auto& unit : t) std::erase_if(unit, [&](const Term& x) { return x.mb + 1 != static_cast<uint32_t>(sh.k); });
+    f.emplace_back("all but the last micro-batch lost (offload copy)", [=](const Shape& sh,
+                                                                           auto& t) {
+      for (auto& unit : t)
+        std::erase_if(unit, [&](const Term& x) { return x.mb + 1 != static_cast<uint32_t>(sh.k); });
     });
   f.emplace_back("micro-batch duplicated", [=](const Shape&, auto& t) {
     for (Term& x : t[2])
@@ -194,10 +210,12 @@ std::vector<std::string> missed_faults(const std::vector<Shape>& shapes, int* ju
   be->run([&](RankBackend& rb) {
     for (const Shape& s : shapes) {
       Judge judge(rb, s);
-      const std::string where = " seed " + std::to_string(s.seed) + " numel " + std::to_string(s.numel) +
-                                " K " + std::to_string(s.k) + " N " + std::to_string(s.n) + " " + s.dtypes.name();
+      const std::string where = " seed " + std::to_string(s.seed) + " numel " +
+                                std::to_string(s.numel) + " K " + std::to_string(s.k) + " N " +
+                                std::to_string(s.n) + " " + s.dtypes.name();
       // The control: the fault-free result is correct, or the faults below would prove nothing.
-      if (!judge.judged_correct(judge.good())) missed.push_back("correct result judged WRONG:" + where);
+      if (!judge.judged_correct(judge.good()))
+        missed.push_back("correct result judged WRONG:" + where);
       for (const auto& [name, fault] : faults(s)) {
         auto t = judge.good();
         fault(s, t);
@@ -249,8 +267,13 @@ TEST(OracleWitness, Bf16CasesWithAReducedRangeAreNotFooledEither) {
 
 CasePlan copy_plan(const Layout& layout, uint64_t seed) {
   const StrategySpec copy{"data-free", "copy", "shape"};
-  return CasePlan{layout, canonical_schedule("sync", 4), copy, parse_dtype_triple("fp32-fp32-fp32"),
-                  GenMode::dyadic, seed, "t"};
+  return CasePlan{layout,
+                  canonical_schedule("sync", 4),
+                  copy,
+                  parse_dtype_triple("fp32-fp32-fp32"),
+                  GenMode::dyadic,
+                  seed,
+                  "t"};
 }
 
 TEST(OracleWitness, IssueCaseOneElementCopySsssIsWrongForEverySeed) {

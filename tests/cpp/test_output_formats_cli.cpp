@@ -15,8 +15,9 @@ namespace {
 
 using namespace shardaccum::testing;
 
-const std::string kSmall = "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
-                           "--mode flag --steps 1 --warmup 0 --benchmark_repetitions=3 ";
+const std::string kSmall =
+    "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
+    "--mode flag --steps 1 --warmup 0 --benchmark_repetitions=3 ";
 
 using OutputFormats = OutputDir;
 
@@ -39,7 +40,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 TEST_F(OutputFormats, RepetitionsWriteStrictJsonWithNullForNaN) {
   const std::string f = dir_ + "/run.json";
-  const int rc = run_shell(bench_command(kSmall + "--benchmark_out=" + f) + " >/dev/null 2>" + dir_ + "/err");
+  const int rc =
+      run_shell(bench_command(kSmall + "--benchmark_out=" + f) + " >/dev/null 2>" + dir_ + "/err");
   ASSERT_EQ(rc, 0) << slurp(dir_ + "/err");
   const std::string text = slurp(f);
   ASSERT_TRUE(nlohmann::json::accept(text)) << "not strict JSON (a bare NaN is not JSON)";
@@ -56,8 +58,10 @@ TEST_F(OutputFormats, RepetitionsWriteStrictJsonWithNullForNaN) {
 
 TEST_F(OutputFormats, RepetitionsWriteCsvEmptyFieldsAndConsoleDashes) {
   const std::string csv = dir_ + "/run.csv", con = dir_ + "/run.txt", shown = dir_ + "/stdout";
-  ASSERT_EQ(run_shell(bench_command(kSmall + "--benchmark_out=" + csv + " --benchmark_out_format=csv") +
-                      " >/dev/null 2>/dev/null"), 0);
+  ASSERT_EQ(
+      run_shell(bench_command(kSmall + "--benchmark_out=" + csv + " --benchmark_out_format=csv") +
+                " >/dev/null 2>/dev/null"),
+      0);
   std::istringstream lines(slurp(csv));
   std::string line;
   std::vector<std::string> header;
@@ -80,8 +84,10 @@ TEST_F(OutputFormats, RepetitionsWriteCsvEmptyFieldsAndConsoleDashes) {
   EXPECT_EQ(cv_rows, 1);
   EXPECT_EQ(checked, 1) << "no accumulate_bytes column in the _cv row";
 
-  ASSERT_EQ(run_shell(bench_command(kSmall + "--benchmark_out=" + con + " --benchmark_out_format=console") +
-                      " >" + shown + " 2>/dev/null"), 0);
+  ASSERT_EQ(run_shell(bench_command(kSmall + "--benchmark_out=" + con +
+                                    " --benchmark_out_format=console") +
+                      " >" + shown + " 2>/dev/null"),
+            0);
   for (const std::string& path : {con, shown}) {  // the file and the display on stdout
     const std::string text = slurp(path);
     EXPECT_EQ(text.find("nan"), std::string::npos) << path << ":\n" << text;
@@ -96,14 +102,16 @@ TEST_F(OutputFormats, AWriteCutShortKeepsTheOldResultInEveryFormat) {
   for (const std::string fmt : {"json", "csv", "console"}) {
     const std::string f = dir_ + "/run." + fmt, err = dir_ + "/err";
     write_file(f, "old result\n");
-    const int rc = run_shell("trap '' XFSZ; ulimit -f 5; " +
-                             bench_command(kSmall + "--benchmark_out=" + f + " --benchmark_out_format=" + fmt) +
-                             " >/dev/null 2>" + err);
+    const int rc = run_shell(
+        "trap '' XFSZ; ulimit -f 5; " +
+        bench_command(kSmall + "--benchmark_out=" + f + " --benchmark_out_format=" + fmt) +
+        " >/dev/null 2>" + err);
     EXPECT_EQ(rc, 1) << fmt << ": " << slurp(err);
     EXPECT_EQ(slurp(f), "old result\n") << fmt;
     EXPECT_NE(slurp(err).find("left as it was"), std::string::npos) << fmt << ": " << slurp(err);
     for (const auto& e : std::filesystem::directory_iterator(dir_))
-      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << fmt << ": left " << e.path();
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos)
+          << fmt << ": left " << e.path();
   }
 }
 
@@ -112,8 +120,8 @@ TEST_F(OutputFormats, AWriteCutShortKeepsTheOldResultInEveryFormat) {
 TEST_F(OutputFormats, AFileSizeLimitIsAnErrorNotAKill) {
   const std::string f = dir_ + "/run.json", err = dir_ + "/err";
   write_file(f, "old result\n");
-  const int rc = run_shell("ulimit -f 5; " + bench_command(kSmall + "--benchmark_out=" + f) + " >/dev/null 2>" + err +
-                           "; echo $? >" + dir_ + "/rc");
+  const int rc = run_shell("ulimit -f 5; " + bench_command(kSmall + "--benchmark_out=" + f) +
+                           " >/dev/null 2>" + err + "; echo $? >" + dir_ + "/rc");
   ASSERT_EQ(rc, 0);
   EXPECT_EQ(slurp(dir_ + "/rc"), "1\n") << slurp(err);
   EXPECT_NE(slurp(err).find("File too large"), std::string::npos) << slurp(err);
@@ -125,13 +133,15 @@ TEST_F(OutputFormats, AFileSizeLimitIsAnErrorNotAKill) {
 }  // namespace
 
 // A regular file under /dev/ (a tmpfs such as /dev/shm) is a result file like any other: replaced
-// only when complete. Only a device, pipe or link there (/dev/stdout, /dev/null) is written in place.
+// only when complete. Only a device, pipe or link there (/dev/stdout, /dev/null) is written in
+// place.
 TEST_F(OutputFormats, AResultFileUnderDevShmIsReplacedOnlyWhenComplete) {
   if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm on this machine";
-  const std::string f = "/dev/shm/shardaccum_test_" + std::to_string(getpid()) + ".json", err = dir_ + "/err";
+  const std::string f = "/dev/shm/shardaccum_test_" + std::to_string(getpid()) + ".json",
+                    err = dir_ + "/err";
   write_file(f, "old result\n");
-  const int rc = run_shell("trap '' XFSZ; ulimit -f 5; " + bench_command(kSmall + "--benchmark_out=" + f) +
-                           " >/dev/null 2>" + err);
+  const int rc = run_shell("trap '' XFSZ; ulimit -f 5; " +
+                           bench_command(kSmall + "--benchmark_out=" + f) + " >/dev/null 2>" + err);
   const std::string kept = slurp(f);
   std::filesystem::remove(f);
   EXPECT_EQ(rc, 1) << slurp(err);

@@ -18,8 +18,9 @@ namespace {
 using Result = shardaccum::testing::CliResult;
 Result run(const std::string& args) { return shardaccum::testing::run_bench_cli("", args); }
 
-const std::string kSmall = "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
-                           "--mode flag --steps 1 --warmup 0 ";
+const std::string kSmall =
+    "--backend host --model uniform:2x1000 --schedule nnnS --binding data --offload none "
+    "--mode flag --steps 1 --warmup 0 ";
 
 class OutputPaths : public ::testing::Test {
  protected:
@@ -55,7 +56,8 @@ TEST_F(OutputPaths, BenchmarkOutTwiceAndEmptyValuesAreRefused) {
   r = run(kSmall + "--trace= --list");
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--trace= has an empty value"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists("--list")) << "the next argument was taken as the trace file";
+  EXPECT_FALSE(std::filesystem::exists("--list"))
+      << "the next argument was taken as the trace file";
   r = run(kSmall + "--timeout 0.5");
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--timeout 0.5"), std::string::npos) << r.err;
@@ -82,8 +84,9 @@ TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
   EXPECT_NE(slurp_file(dir_ + "/target.json").find("\"traceEvents\""), std::string::npos);
   // A link to the process's stdout (what /dev/stdout is) gets the trace on stdout.
   fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout-link.json");
-  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " + dir_ +
-                              "/stdout-link.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " +
+                              dir_ + "/stdout-link.json >" + dir_ + "/stdout.txt 2>/dev/null")
+                                 .c_str());
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout-link.json"));
   EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"traceEvents\""), std::string::npos);
@@ -92,11 +95,14 @@ TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
 // `ulimit -f` past which the trace does not fit: an error (exit 1) that leaves no temporary file,
 // not a kill by SIGXFSZ (the results' file ignores it; a run with --trace alone did not).
 TEST_F(OutputPaths, ATraceCutShortByUlimitIsAnErrorNotAKill) {
-  const int rc = std::system(("ulimit -f 8; '" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--trace " +
-                              dir_ + "/t.json >/dev/null 2>" + dir_ + "/err; echo $? >" + dir_ + "/rc").c_str());
+  const int rc = std::system(("ulimit -f 8; '" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall +
+                              "--trace " + dir_ + "/t.json >/dev/null 2>" + dir_ +
+                              "/err; echo $? >" + dir_ + "/rc")
+                                 .c_str());
   ASSERT_EQ(rc, 0);
   EXPECT_EQ(slurp_file(dir_ + "/rc"), "1\n") << slurp_file(dir_ + "/err");
-  EXPECT_NE(slurp_file(dir_ + "/err").find("File too large"), std::string::npos) << slurp_file(dir_ + "/err");
+  EXPECT_NE(slurp_file(dir_ + "/err").find("File too large"), std::string::npos)
+      << slurp_file(dir_ + "/err");
   for (const auto& e : std::filesystem::directory_iterator(dir_))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left " << e.path();
 }
@@ -117,8 +123,10 @@ TEST_F(OutputPaths, ResultsThroughAChainOfLinksReachItsEndAndKeepTheLinks) {
   // A chain ending in the process's stdout, redirected to a file: the result lands in that file.
   fs::create_symlink("/proc/self/fd/1", dir_ + "/stdout");
   fs::create_symlink(dir_ + "/stdout", dir_ + "/to-stdout.json");
-  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall + "--benchmark_out=" + dir_ +
-                              "/to-stdout.json >" + dir_ + "/stdout.txt 2>/dev/null").c_str());
+  const int rc = std::system(("'" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall +
+                              "--benchmark_out=" + dir_ + "/to-stdout.json >" + dir_ +
+                              "/stdout.txt 2>/dev/null")
+                                 .c_str());
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(fs::is_symlink(dir_ + "/stdout"));
   EXPECT_NE(slurp_file(dir_ + "/stdout.txt").find("\"benchmarks\""), std::string::npos);

@@ -10,8 +10,9 @@ using namespace shardaccum;
 
 TEST(OutputSanitize, JsonTokensOutsideStringsBecomeNull) {
   bool in_string = false, escaped = false;
-  EXPECT_EQ(json_nonfinite_to_null(R"({"a": NaN, "b": "NaN \" -Infinity", "c": -Infinity, "d": [Infinity,-NaN]})",
-                                   in_string, escaped),
+  EXPECT_EQ(json_nonfinite_to_null(
+                R"({"a": NaN, "b": "NaN \" -Infinity", "c": -Infinity, "d": [Infinity,-NaN]})",
+                in_string, escaped),
             R"({"a": null, "b": "NaN \" -Infinity", "c": null, "d": [null,null]})");
   // A string split across two chunks keeps its state.
   EXPECT_EQ(json_nonfinite_to_null(R"({"x": "a NaN)", in_string, escaped), R"({"x": "a NaN)");
@@ -27,7 +28,8 @@ TEST(OutputSanitize, CsvNonFiniteFieldsBecomeEmpty) {
 
 TEST(OutputSanitize, ConsoleValuesBecomeADash) {
   EXPECT_EQ(console_nonfinite_to_dash(" a=-nan% b=nan c=41.36% d=inf"), " a=- b=- c=41.36% d=-");
-  EXPECT_EQ(console_nonfinite_to_dash("     nan%      12 ms"), "        -      12 ms");  // same width
+  EXPECT_EQ(console_nonfinite_to_dash("     nan%      12 ms"),
+            "        -      12 ms");  // same width
   EXPECT_EQ(console_nonfinite_to_dash(" nanny=1 x=infinite"), " nanny=1 x=infinite");
 }
 

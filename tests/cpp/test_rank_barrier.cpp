@@ -87,7 +87,8 @@ TEST(RankBarrier, AFailedRankReleasesTheWaitersWithPeerFailure) {
       w.get();
       ADD_FAILURE() << "rank " << r << " passed a barrier rank 0 never reached";
     } catch (const PeerFailure& e) {
-      EXPECT_EQ(std::string(e.what()), "rank " + std::to_string(r) + ": any_rank: another rank failed");
+      EXPECT_EQ(std::string(e.what()),
+                "rank " + std::to_string(r) + ": any_rank: another rank failed");
     } catch (const std::exception& e) {
       ADD_FAILURE() << "rank " << r << ": not a PeerFailure: " << e.what();
     }

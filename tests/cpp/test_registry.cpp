@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "bench/cli.hpp"
@@ -40,7 +40,8 @@ template <class Registry>
 void expect_registered(const Registry& r, std::initializer_list<const char*> names) {
   const auto have = r.names();
   for (const char* n : names)
-    EXPECT_NE(std::find(have.begin(), have.end(), n), have.end()) << "value '" << n << "' is not registered";
+    EXPECT_NE(std::find(have.begin(), have.end(), n), have.end())
+        << "value '" << n << "' is not registered";
 }
 
 // A value that vanishes (a file dropped from the build, a registration lost to the static link)
@@ -79,7 +80,8 @@ TEST(Registry, AnUnknownValueNamesTheFlagAndTheRegisteredValues) {
   } catch (const std::invalid_argument& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("--offload: unknown value 'gpu_add'"), std::string::npos) << m;
-    for (const std::string& n : OffloadRegistry::get().names()) EXPECT_NE(m.find(n), std::string::npos) << m;
+    for (const std::string& n : OffloadRegistry::get().names())
+      EXPECT_NE(m.find(n), std::string::npos) << m;
   }
   EXPECT_THROW(validate(StrategySpec{"data", "none", "flag", "nowhere"}), std::invalid_argument);
   EXPECT_THROW(preset("fsdp3"), std::invalid_argument);
@@ -87,16 +89,20 @@ TEST(Registry, AnUnknownValueNamesTheFlagAndTheRegisteredValues) {
 
 TEST(Registry, AValueRegisteredTwiceIsRefused) {
   struct Twice final : Binding {
-    void add(RankBackend&, Buffer&, const Buffer&, MemSpace, UnitGrad&, const AddSite&) const override {}
+    void add(RankBackend&, Buffer&, const Buffer&, MemSpace, UnitGrad&,
+             const AddSite&) const override {}
   };
-  EXPECT_THROW(BindingRegistry::get().add({.name = "data", .description = "", .follows = ""}, &detail::construct<Binding, Twice>), std::logic_error);
+  EXPECT_THROW(BindingRegistry::get().add({.name = "data", .description = "", .follows = ""},
+                                          &detail::construct<Binding, Twice>),
+               std::logic_error);
 }
 
 TEST(Registry, PresetsNameRegisteredValuesAndAreToldApart) {
   std::set<std::string> specs;
   for (const PresetInfo& p : PresetRegistry::get().entries()) {
     EXPECT_NO_THROW(validate(p.spec)) << p.name;
-    EXPECT_TRUE(specs.insert(p.spec.name()).second) << p.name << " repeats another preset's strategy";
+    EXPECT_TRUE(specs.insert(p.spec.name()).second)
+        << p.name << " repeats another preset's strategy";
     EXPECT_EQ(PresetRegistry::get().of(p.spec), &p);
     EXPECT_FALSE(p.follows.empty()) << p.name;
   }
@@ -105,15 +111,18 @@ TEST(Registry, PresetsNameRegisteredValuesAndAreToldApart) {
 TEST(DefaultMatrix, IsTheNamedListNotEveryValueAndItsNamesStay) {
   const DefaultMatrix& d = default_matrix();
   for (const auto& s : default_strategies()) EXPECT_NO_THROW(validate(s)) << s.name();
-  EXPECT_EQ(default_strategies().size(), d.binding.size() * d.offload.size() * d.mode.size() * d.division.size());
-  EXPECT_EQ(every_strategy().size(), BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
-                                         ModeRegistry::get().names().size() *
-                                         DivisionRegistry::get().names().size());
+  EXPECT_EQ(default_strategies().size(),
+            d.binding.size() * d.offload.size() * d.mode.size() * d.division.size());
+  EXPECT_EQ(every_strategy().size(),
+            BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
+                ModeRegistry::get().names().size() * DivisionRegistry::get().names().size());
   for (const auto& s : default_strategies())
-    EXPECT_NE(std::find(every_strategy().begin(), every_strategy().end(), s), every_strategy().end());
+    EXPECT_NE(std::find(every_strategy().begin(), every_strategy().end(), s),
+              every_strategy().end());
   // The division axis at its default is left out of the name: the names of the first design stay.
   EXPECT_EQ(default_strategies().front().name(), "binding:data/offload:none/mode:flag");
-  EXPECT_EQ((StrategySpec{"data", "none", "flag", "other"}).name(), "binding:data/offload:none/mode:flag/division:other");
+  EXPECT_EQ((StrategySpec{"data", "none", "flag", "other"}).name(),
+            "binding:data/offload:none/mode:flag/division:other");
 }
 
 // Bytes and peaks of every registered combination equal the model's: a new value that the model
@@ -162,9 +171,11 @@ TEST(RegistryJson, CarriesEveryValuePresetAndScheduleRule) {
   EXPECT_EQ(names_of("mode"), ModeRegistry::get().names());
   EXPECT_EQ(names_of("division"), DivisionRegistry::get().names());
   EXPECT_EQ(r.at("axes")[3].at("named"), "unless_default");
-  EXPECT_EQ(r.at("axes")[1].at("default_matrix").get<std::vector<std::string>>(), default_matrix().offload);
+  EXPECT_EQ(r.at("axes")[1].at("default_matrix").get<std::vector<std::string>>(),
+            default_matrix().offload);
   EXPECT_EQ(r.at("presets").size(), PresetRegistry::get().entries().size());
-  // The schedule rule as the Python tools apply it gives what canonical_schedule builds, for every K.
+  // The schedule rule as the Python tools apply it gives what canonical_schedule builds, for every
+  // K.
   for (const auto& c : r.at("canonical_schedules"))
     for (int k = c.at("min_k").get<int>(); k <= 64; ++k) {
       const auto& head = c.at("head");
@@ -178,7 +189,8 @@ TEST(RegistryJson, CarriesEveryValuePresetAndScheduleRule) {
         }
       }
       m += c.at("tail").get<std::string>();
-      EXPECT_EQ(m, canonical_schedule(c.at("name").get<std::string>(), k).modes) << c.at("name") << " K " << k;
+      EXPECT_EQ(m, canonical_schedule(c.at("name").get<std::string>(), k).modes)
+          << c.at("name") << " K " << k;
     }
 }
 
@@ -186,15 +198,20 @@ TEST(RegistryJson, TheBinaryPrintsItAndWritesItIntoTheContext) {
   const auto r = run_stdout("--describe-registry");
   ASSERT_EQ(r.rc, 0);
   EXPECT_EQ(nlohmann::json::parse(r.out), registry_json());  // the static link kept every value
-  const std::string out = ::testing::TempDir() + "/registry_ctx_" + std::to_string(getpid()) + ".json";
-  const auto run = testing::run_bench_cli("", "--backend host --model uniform:1x64 --world-size 1 --preset zero3 "
-                                              "--schedule sync --steps 1 --benchmark_out=" + out);
+  const std::string out =
+      ::testing::TempDir() + "/registry_ctx_" + std::to_string(getpid()) + ".json";
+  const auto run = testing::run_bench_cli(
+      "", "--backend host --model uniform:1x64 --world-size 1 --preset zero3 "
+          "--schedule sync --steps 1 --benchmark_out=" +
+              out);
   ASSERT_EQ(run.rc, 0) << run.err;
   std::ifstream f(out);
   const auto j = nlohmann::json::parse(f);
-  EXPECT_EQ(nlohmann::json::parse(j.at("context").at("registry").get<std::string>()), registry_json());
+  EXPECT_EQ(nlohmann::json::parse(j.at("context").at("registry").get<std::string>()),
+            registry_json());
   EXPECT_EQ(run.err.find("registry: "), std::string::npos) << "the console header leaves it out";
-  EXPECT_EQ(run_stdout("--backend host --model uniform:1x64 --world-size 1 --preset zero3 --schedule sync --steps 1")
+  EXPECT_EQ(run_stdout("--backend host --model uniform:1x64 --world-size 1 --preset zero3 "
+                       "--schedule sync --steps 1")
                 .out.find("registry: "),
             std::string::npos);
   std::remove(out.c_str());
@@ -202,19 +219,23 @@ TEST(RegistryJson, TheBinaryPrintsItAndWritesItIntoTheContext) {
 
 TEST(Cli, AllOnAnAxisIsEveryRegisteredValueAndHelpListsThem) {
   BenchOptions o;
-  std::vector<std::string> args = {"shardaccum_bench", "--offload", "all", "--mode", "all", "--binding", "all"};
+  std::vector<std::string> args = {"shardaccum_bench", "--offload", "all", "--mode", "all",
+                                   "--binding",        "all"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   ASSERT_TRUE(parse_cli(static_cast<int>(argv.size()), argv.data(), o));
   const MatrixAxes a = resolve_axes(o, "uniform:8x1M", 2, 8);
-  EXPECT_EQ(a.strategies.size(), BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
-                                     ModeRegistry::get().names().size() * default_matrix().division.size());
+  EXPECT_EQ(a.strategies.size(),
+            BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
+                ModeRegistry::get().names().size() * default_matrix().division.size());
   const auto help = run_stdout("--help");
   for (const auto& e : OffloadRegistry::get().entries()) {
-    EXPECT_NE(help.out.find(e.info.name + ": " + e.info.description), std::string::npos) << e.info.name;
+    EXPECT_NE(help.out.find(e.info.name + ": " + e.info.description), std::string::npos)
+        << e.info.name;
     EXPECT_NE(help.out.find(e.info.follows), std::string::npos) << e.info.name;
   }
-  for (const std::string& p : PresetRegistry::get().names()) EXPECT_NE(help.out.find(p), std::string::npos);
+  for (const std::string& p : PresetRegistry::get().names())
+    EXPECT_NE(help.out.find(p), std::string::npos);
 }
 
 }  // namespace

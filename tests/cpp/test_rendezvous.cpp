@@ -25,9 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 struct Outcome {
   bool ok = false;
-  std::string text;     // hex of the blob on success, the exception's message on failure
-  double seconds = 0;   // the rank's time in exchange()
-  int status = -1;      // the child's wait status
+  std::string text;    // hex of the blob on success, the exception's message on failure
+  double seconds = 0;  // the rank's time in exchange()
+  int status = -1;     // the child's wait status
 };
 
 std::string hex(const std::vector<uint8_t>& b) {
@@ -95,8 +95,9 @@ std::vector<Outcome> run_processes(const std::vector<RankJob>& jobs, double limi
       std::string out;
       const auto t0 = Clock::now();
       try {
-        const auto blob = exchange(job.spec, info, job.rank == 0 ? unique_id() : std::vector<uint8_t>{},
-                                   job.hash, job.timeout_s);
+        const auto blob =
+            exchange(job.spec, info, job.rank == 0 ? unique_id() : std::vector<uint8_t>{}, job.hash,
+                     job.timeout_s);
         out = "O" + hex(blob);
       } catch (const std::exception& e) {
         out = std::string("E") + e.what();
@@ -149,10 +150,13 @@ void expect_clean_exit(const Outcome& o, const std::string& what) {
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0) << what << ": status " << o.status;
 }
 
-RendezvousSpec file_spec(const TempDir& dir) { return {RendezvousSpec::file, dir.path + "/nccl_id", "", 0}; }
+RendezvousSpec file_spec(const TempDir& dir) {
+  return {RendezvousSpec::file, dir.path + "/nccl_id", "", 0};
+}
 RendezvousSpec tcp_spec() { return {RendezvousSpec::tcp, "", "127.0.0.1", free_port()}; }
 
-std::vector<RankJob> world(const RendezvousSpec& spec, int n, double timeout_s, const std::string& hash = "h1") {
+std::vector<RankJob> world(const RendezvousSpec& spec, int n, double timeout_s,
+                           const std::string& hash = "h1") {
   std::vector<RankJob> jobs;
   for (int r = 0; r < n; ++r) jobs.push_back({spec, r, n, hash, timeout_s});
   return jobs;
@@ -190,13 +194,15 @@ TEST(Rendezvous, HashMismatchFailsOnThatRankAndOnRankZero) {
     const std::string expected = "rank 1 runs a different case list or build than rank 0";
     for (int r : {0, 1}) {
       EXPECT_FALSE(outs[r].ok) << kind << "rank " << r;
-      EXPECT_NE(outs[r].text.find(expected), std::string::npos) << kind << "rank " << r << ": " << outs[r].text;
+      EXPECT_NE(outs[r].text.find(expected), std::string::npos)
+          << kind << "rank " << r << ": " << outs[r].text;
       EXPECT_NE(outs[r].text.find("cases-abc"), std::string::npos) << kind << outs[r].text;
       EXPECT_NE(outs[r].text.find("cases-xyz"), std::string::npos) << kind << outs[r].text;
     }
     // Rank 2 matches rank 0, but learns that rank 0 failed, and why.
     EXPECT_FALSE(outs[2].ok) << kind;
-    EXPECT_NE(outs[2].text.find("rank 0 failed: " + expected), std::string::npos) << kind << outs[2].text;
+    EXPECT_NE(outs[2].text.find("rank 0 failed: " + expected), std::string::npos)
+        << kind << outs[2].text;
   }
 }
 

@@ -19,11 +19,14 @@ struct Ids {
 };
 
 Ids run_once(const std::string& tag) {
-  const std::string base = ::testing::TempDir() + "/shardaccum_run_id_" + std::to_string(getpid()) + "_" + tag;
+  const std::string base =
+      ::testing::TempDir() + "/shardaccum_run_id_" + std::to_string(getpid()) + "_" + tag;
   const std::string bench = base + ".bench.json", trace = base + ".trace.json";
   const auto r = shardaccum::testing::run_bench_cli(
-      "", "--backend host --world-size 2 --model uniform:2x1000 --schedule SS --preset fsdp2 --steps 1 "
-          "--warmup 1 --trace '" + trace + "' --benchmark_out='" + bench + "' --benchmark_out_format=json");
+      "",
+      "--backend host --world-size 2 --model uniform:2x1000 --schedule SS --preset fsdp2 --steps 1 "
+      "--warmup 1 --trace '" +
+          trace + "' --benchmark_out='" + bench + "' --benchmark_out_format=json");
   EXPECT_EQ(r.rc, 0) << r.err;
   Ids ids;
   std::ifstream b(bench), t(trace);

@@ -1,5 +1,6 @@
 // The correctness matrix (every strategy x canonical schedule x world size x dtype) and random
-// schedules, asserted against docs/DESIGN.md §3; and accounted bytes equal to the model's, case by case.
+// schedules, asserted against docs/DESIGN.md §3; and accounted bytes equal to the model's, case by
+// case.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -36,7 +37,8 @@ TEST_P(StrategyMatrix, OutcomeAndBytesFollowTheDesign) {
       const Schedule sched = canonical_schedule(c.name, 4);
       const CasePlan plan{layout, sched, s, parse_dtype_triple(dtype), GenMode::dyadic, 7, "t"};
       const auto o = run_two_steps(*be, plan);
-      SCOPED_TRACE(s.name() + " schedule " + sched.modes + " world " + std::to_string(world) + " " + dtype);
+      SCOPED_TRACE(s.name() + " schedule " + sched.modes + " world " + std::to_string(world) + " " +
+                   dtype);
       EXPECT_EQ(o.correct, design_says_correct(s, sched)) << "max_rel_err " << o.max_rel_err;
       // Dyadic sums are exact; only the division by N rounds, and not at all for N a power of 2.
       const bool pow2 = (world & (world - 1)) == 0;
@@ -81,8 +83,13 @@ TEST(StrategyMatrix, RandomSchedulesFollowTheDesign) {
     const auto strategies = default_strategies();
     const StrategySpec& s = strategies[rng() % strategies.size()];
     const Schedule sched = parse_schedule(modes, k);
-    const CasePlan plan{layout, sched, s, parse_dtype_triple(trial % 2 ? "bf16-bf16-fp32" : "fp32-fp32-fp32"),
-                        GenMode::dyadic, static_cast<uint64_t>(trial), "t"};
+    const CasePlan plan{layout,
+                        sched,
+                        s,
+                        parse_dtype_triple(trial % 2 ? "bf16-bf16-fp32" : "fp32-fp32-fp32"),
+                        GenMode::dyadic,
+                        static_cast<uint64_t>(trial),
+                        "t"};
     const auto o = run_two_steps(*be, plan);
     SCOPED_TRACE(s.name() + " schedule " + modes + " world " + std::to_string(world));
     EXPECT_EQ(o.correct, design_says_correct(s, sched)) << "max_rel_err " << o.max_rel_err;
@@ -97,8 +104,13 @@ TEST(StrategyMatrix, RandomSchedulesFollowTheDesign) {
 // Independent dyadic gradients make the error sqrt(3/4) ~ 0.87 (PyTorch FSDP1 shows 0.867).
 TEST(PositiveControl, CopyOnSyncLosesThreeOfFourMicroBatches) {
   auto be = make_host_backend({2, 1});
-  const CasePlan plan{make_layout({1 << 16, 4099}), canonical_schedule("sync", 4), preset("fsdp1"),
-                      parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 1, "t"};
+  const CasePlan plan{make_layout({1 << 16, 4099}),
+                      canonical_schedule("sync", 4),
+                      preset("fsdp1"),
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      1,
+                      "t"};
   const auto o = run_two_steps(*be, plan);
   EXPECT_FALSE(o.correct);
   EXPECT_NEAR(o.max_rel_err, 0.866, 0.02);
@@ -109,7 +121,7 @@ TEST(Presets, FairscaleAndFsdp1WrongFsdp2AndZero3RightOnInterleaved) {
   const Schedule sched = canonical_schedule("interleaved-sync-last", 4);
   for (const char* p : {"fairscale", "fsdp1", "fsdp2", "zero3"}) {
     const CasePlan plan{make_layout({1000}), sched, preset(p), parse_dtype_triple("fp32-fp32-fp32"),
-                        GenMode::dyadic, 3, "t"};
+                        GenMode::dyadic,     3,     "t"};
     const auto o = run_two_steps(*be, plan);
     const bool expect = std::string(p) == "fsdp2" || std::string(p) == "zero3";
     EXPECT_EQ(o.correct, expect) << p;
@@ -120,8 +132,13 @@ TEST(Presets, FairscaleAndFsdp1WrongFsdp2AndZero3RightOnInterleaved) {
 TEST(Oracle, RandomValuesStayWithinTheDerivedBound) {
   auto be = make_host_backend({3, 1});
   for (const char* d : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
-    const CasePlan plan{make_layout({5000}), canonical_schedule("interleaved-nosync-last", 6),
-                        preset("fsdp2"), parse_dtype_triple(d), GenMode::random, 11, "t"};
+    const CasePlan plan{make_layout({5000}),
+                        canonical_schedule("interleaved-nosync-last", 6),
+                        preset("fsdp2"),
+                        parse_dtype_triple(d),
+                        GenMode::random,
+                        11,
+                        "t"};
     const auto o = run_two_steps(*be, plan);
     EXPECT_TRUE(o.correct) << d << " err " << o.max_rel_err;
     EXPECT_GT(o.max_rel_err, 0.0) << d << ": random values must round somewhere";

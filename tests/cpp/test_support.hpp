@@ -41,8 +41,8 @@ inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   return o;
 }
 
-/// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code under
-/// test never consults it): without offload every strategy is correct; with offload a case is
+/// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code
+/// under test never consults it): without offload every strategy is correct; with offload a case is
 /// correct when the schedule has at most one S, or with mode flag and gpu-add or cpu-add.
 inline bool design_says_correct(const StrategySpec& s, const Schedule& sched) {
   if (s.offload == "none") return true;

@@ -201,15 +201,18 @@ TEST_F(TraceCli, CopyStreamBytesEqualTheCaseCounters) {
 // --trace-steps 1 keeps the first measured step of each case only (what the report draws).
 TEST(TraceCliSteps, TraceStepsLimitsTheRecordedSteps) {
   const std::string path = temp_path("trace_steps.json");
-  ASSERT_EQ(run_bench("--backend host --world-size 2 --model uniform:2x1000 --schedule nSnS --preset "
-                      "fsdp2,zero3 --warmup 1 --steps 3 --trace-steps 1 --trace '" + path + "'"),
-            0);
+  ASSERT_EQ(
+      run_bench("--backend host --world-size 2 --model uniform:2x1000 --schedule nSnS --preset "
+                "fsdp2,zero3 --warmup 1 --steps 3 --trace-steps 1 --trace '" +
+                path + "'"),
+      0);
   std::ifstream t(path);
   const nlohmann::json doc = nlohmann::json::parse(t);
   std::multiset<std::string> steps;
   for (const auto& e : doc["traceEvents"])
     if (e.value("cat", "") == "step") steps.insert(e["name"].get<std::string>().substr(0, 7));
-  EXPECT_EQ(steps, (std::multiset<std::string>{"step 1 ", "step 1 ", "step 1 ", "step 1 "}));  // 2 cases x 2 ranks
+  EXPECT_EQ(steps, (std::multiset<std::string>{"step 1 ", "step 1 ", "step 1 ",
+                                               "step 1 "}));  // 2 cases x 2 ranks
   std::filesystem::remove(path);
 }
 

@@ -185,15 +185,18 @@ TEST(GpuActivity, KernelNamesAreClassifiedByTheDocumentedPatterns) {
             ga::KernelClass::accumulate);
   EXPECT_EQ(ga::classify_kernel("_Z12check_kernelPKvmm9OracleKey"), ga::KernelClass::other);
   // The cuda backend's kernels as CUPTI names them (templates in an anonymous namespace).
-  EXPECT_EQ(ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_115generate_kernelILNS_5DTypeE0ELb1EE"
-                                "EvPvmNS_7GradKeyEb"),
-            ga::KernelClass::generate);
-  EXPECT_EQ(ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_110add_kernelILNS_5DTypeE0ELS2_0ELb0E"
-                                "Lb1EEEvPvPKvm"),
-            ga::KernelClass::accumulate);
-  EXPECT_EQ(ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_112check_kernelILNS_5DTypeE0EEEvPKvm"
-                                "mNS_9OracleKeyEPKm"),
-            ga::KernelClass::other);
+  EXPECT_EQ(
+      ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_115generate_kernelILNS_5DTypeE0ELb1EE"
+                          "EvPvmNS_7GradKeyEb"),
+      ga::KernelClass::generate);
+  EXPECT_EQ(
+      ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_110add_kernelILNS_5DTypeE0ELS2_0ELb0E"
+                          "Lb1EEEvPvPKvm"),
+      ga::KernelClass::accumulate);
+  EXPECT_EQ(
+      ga::classify_kernel("_ZN10shardaccum4cuda12_GLOBAL__N_112check_kernelILNS_5DTypeE0EEEvPKvm"
+                          "mNS_9OracleKeyEPKm"),
+      ga::KernelClass::other);
   ga::KernelPatterns custom;
   custom.accumulate_substrings = {"fused_rs_add"};
   EXPECT_EQ(ga::classify_kernel("_Z10add_kernelPvPKvm", custom), ga::KernelClass::other);
@@ -280,14 +283,16 @@ TEST(GpuActivity, CuptiMarkersBecomeNvtxEventsPerThread) {
     m.end_ns = t1;
     return m;
   };
-  ga::append_markers_to_trace(tt, {marker(7, "step 1 x", 1000, 9000), marker(7, "backward", 2000, 3000),
-                                   marker(8, "cpu_add", 4000, 5000), marker(7, "open", 6000, 0)},
+  ga::append_markers_to_trace(tt,
+                              {marker(7, "step 1 x", 1000, 9000), marker(7, "backward", 2000, 3000),
+                               marker(8, "cpu_add", 4000, 5000), marker(7, "open", 6000, 0)},
                               clock);
   const auto evs = rec.events();
   ASSERT_EQ(evs.size(), 3u) << "a marker without an end is skipped";
   std::set<std::string> tracks;
   for (const auto& e : evs) tracks.insert(e.track);
-  EXPECT_EQ(tracks, (std::set<std::string>{"NVTX via CUPTI, thread 7", "NVTX via CUPTI, thread 8"}));
+  EXPECT_EQ(tracks,
+            (std::set<std::string>{"NVTX via CUPTI, thread 7", "NVTX via CUPTI, thread 8"}));
   EXPECT_NEAR(evs[0].start_us, 1.0, 1e-6);
   EXPECT_NEAR(evs[0].duration_us, 8.0, 1e-6);
   EXPECT_EQ(evs[0].pid, 1);

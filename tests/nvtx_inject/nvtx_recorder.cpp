@@ -41,38 +41,28 @@ long thread_id() { return static_cast<long>(syscall(SYS_gettid)); }
 std::string message_of(const nvtxEventAttributes_t* a) {
   if (!a) return "";
   switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-      return a->message.ascii ? a->message.ascii : "";
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-      return text_of(a->message.registered, "?");
-    case NVTX_MESSAGE_TYPE_UNICODE: {
-      std::string s;
-      for (const wchar_t* w = a->message.unicode; w && *w; ++w)
-        s += static_cast<char>(*w < 128 ? *w : '?');
-      return s;
-    }
-    default:
-      return "";
+  case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? a->message.ascii : "";
+  case NVTX_MESSAGE_TYPE_REGISTERED: return text_of(a->message.registered, "?");
+  case NVTX_MESSAGE_TYPE_UNICODE: {
+    std::string s;
+    for (const wchar_t* w = a->message.unicode; w && *w; ++w)
+      s += static_cast<char>(*w < 128 ? *w : '?');
+    return s;
+  }
+  default: return "";
   }
 }
 
 std::string payload_of(const nvtxEventAttributes_t* a) {
   if (!a) return "-";
   switch (a->payloadType) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-      return std::to_string(a->payload.ullValue);
-    case NVTX_PAYLOAD_TYPE_INT64:
-      return std::to_string(a->payload.llValue);
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
-      return std::to_string(a->payload.uiValue);
-    case NVTX_PAYLOAD_TYPE_INT32:
-      return std::to_string(a->payload.iValue);
-    case NVTX_PAYLOAD_TYPE_DOUBLE:
-      return std::to_string(a->payload.dValue);
-    case NVTX_PAYLOAD_TYPE_FLOAT:
-      return std::to_string(a->payload.fValue);
-    default:
-      return "-";
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: return std::to_string(a->payload.ullValue);
+  case NVTX_PAYLOAD_TYPE_INT64: return std::to_string(a->payload.llValue);
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return std::to_string(a->payload.uiValue);
+  case NVTX_PAYLOAD_TYPE_INT32: return std::to_string(a->payload.iValue);
+  case NVTX_PAYLOAD_TYPE_DOUBLE: return std::to_string(a->payload.dValue);
+  case NVTX_PAYLOAD_TYPE_FLOAT: return std::to_string(a->payload.fValue);
+  default: return "-";
   }
 }
 
@@ -126,8 +116,8 @@ bool assign(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
-    NvtxGetExportTableFunc_t get) {
+extern "C" __attribute__((visibility("default"))) int
+InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
   const char* path = std::getenv("SHARDACCUM_NVTX_RECORD");
   if (!path || !*path) {
     std::fprintf(stderr, "nvtx_recorder: SHARDACCUM_NVTX_RECORD is not set; not recording\n");
