@@ -253,6 +253,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                "Print the registry (axis values, presets, canonical schedules) as JSON, then exit");
 
   check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
+  const size_t our_args = ours.size();  // app.parse consumes the vector
   try {
     app.parse(ours);
   } catch (const CLI::CallForHelp&) {
@@ -261,6 +262,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   } catch (const CLI::ParseError& e) {
     throw CliError(std::string(e.what()) + " (see --help)");
   }
+  // It describes the binary, not a run: any other flag would be silently ignored, so refuse it.
+  if (o.describe_registry && (our_args > 1 || o.benchmark_args.size() > 1))
+    throw CliError("--describe-registry takes no other flag: it prints what this binary registers "
+                   "and exits (run it alone)");
   o.k_given = app.count("--k") > 0;
   o.k =
       static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,

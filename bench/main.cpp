@@ -39,6 +39,8 @@ struct RunResources {
 int list_cases(const RunSetup& s) {
   if (!s.reporter()) return kExitOk;
   for (const auto& c : s.cases) std::printf("%s\n", c.name().c_str());
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw RunFailure("--list: cannot write the case names to stdout");
   std::fprintf(stderr, "%zu cases on backend %s", s.cases.size(), s.choice.name.c_str());
   if (s.opts.part_slice.count > 1)
     std::fprintf(stderr, " (part %s of %zu cases)", s.opts.part_slice.text().c_str(),

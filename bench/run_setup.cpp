@@ -59,6 +59,8 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
     s.matrix_cases = s.cases.size();
     s.cases = select_part(
         s.cases, s.opts.part_slice);  // the whole matrix was validated: any part finds bad input
+  } catch (const RunFailure&) {
+    throw;  // an output that failed (stdout), not bad input
   } catch (const std::exception& e) {
     throw UsageError(e.what(), s.launch.rank ? "rank " + std::to_string(s.launch.rank) + ": " : "");
   }

@@ -220,8 +220,8 @@ ThreadTraceScope::ThreadTraceScope(TraceRecorder* recorder, int rank, std::strin
   detail::tls_current = recorder ? &target_ : nullptr;
 }
 
-ThreadTraceScope::ThreadTraceScope(const ThreadTrace& target)
-    : target_(target), previous_(detail::tls_current) {
+ThreadTraceScope::ThreadTraceScope(ThreadTrace target)
+    : target_(std::move(target)), previous_(detail::tls_current) {
   detail::tls_current = target_.recorder ? &target_ : nullptr;
 }
 

@@ -141,7 +141,7 @@ class ThreadTraceScope {
   ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name);
   /// Carries another thread's target over, e.g. into a backend's host-task worker thread:
   /// `ThreadTraceScope s(captured)` where `captured` is a copy of `*trace::current()`.
-  explicit ThreadTraceScope(const ThreadTrace& target);
+  explicit ThreadTraceScope(ThreadTrace target);
   ~ThreadTraceScope();
   ThreadTraceScope(const ThreadTraceScope&) = delete;
   ThreadTraceScope& operator=(const ThreadTraceScope&) = delete;

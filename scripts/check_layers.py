@@ -101,6 +101,9 @@ def main(argv=None):
     if not args.root.is_dir():
         parser.error(f"--root {args.root}: not a directory")
     count, found = violations(args.root)
+    if count == 0:  # a root without the layer folders would pass vacuously
+        parser.error(f"--root {args.root}: none of the layer folders ({', '.join(name for _, name in LAYERS)}) "
+                     "holds a C++ file; give the repository root")
     for v in found:
         print(v)
     if found:

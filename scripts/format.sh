@@ -33,7 +33,9 @@ while [[ $# -gt 0 ]]; do
     --check) check=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) SA_DIE_CODE=2 sa_die "unknown option '$1' (see --help)" ;;
-    *) files+=("$1"); shift ;;
+    *) [[ -f "$1" ]] || SA_DIE_CODE=2 sa_die "'$1': no such file"
+       [[ "$1" =~ \.(hpp|cpp|cu|cuh)$ ]] || SA_DIE_CODE=2 sa_die "'$1': not a C++/CUDA file (.hpp .cpp .cu .cuh)"
+       files+=("$(realpath "$1")"); shift ;;  # from the caller's directory: the script cds to the root
   esac
 done
 

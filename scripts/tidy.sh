@@ -57,6 +57,22 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   cmake --preset host --log-level=WARNING >/dev/null
 fi
 
+if (( ${#files[@]} )); then  # a REGEX that matches no unit would pass having checked nothing
+  matched=$(python3 - "$build/compile_commands.json" "${files[@]}" <<'PY'
+import json, re, sys
+try:
+    pats = [re.compile(p) for p in sys.argv[2:]]
+except re.error as e:
+    print(f"bad REGEX: {e}", file=sys.stderr)
+    sys.exit(2)
+units = {e["file"] for e in json.load(open(sys.argv[1]))}
+print(sum(1 for u in units if any(p.search(u) for p in pats)))
+PY
+) || SA_DIE_CODE=2 sa_die "a REGEX is not a valid regular expression (see above)"
+  (( matched > 0 )) || SA_DIE_CODE=2 sa_die "no translation unit of $build/compile_commands.json matches ${files[*]}"
+  sa_say "checking $matched translation unit(s)"
+fi
+
 t0=$SECONDS
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

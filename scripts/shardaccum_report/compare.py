@@ -164,7 +164,7 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
     files = lambda run: ", ".join(f.path for f in run.files)  # noqa: E731
     if not common:
         raise InputError("", f"baseline ({files(base)}) and candidate ({files(cand)}) have no case in common "
-                             "(cases match by model, world, schedule, binding, offload, mode and dtype)")
+                             "(cases match by model, world, schedule, binding, offload, mode, division and dtype)")
     if not any(b[k].has(metric) or c[k].has(metric) for k in common):
         available = sorted({m for k in common for r in b[k].ok_repetitions for m in r.counters})
         raise InputError("", f"--metric {metric}: no case carries it; counters in these runs: "

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from .errors import InputError
+from .registry import Registry
 
 # Keys that differ between the processes of one run by nature: when and under what load each ran,
 # the run's own id, what each slice holds (joined below), and what the cuda backend measures or
@@ -80,6 +81,42 @@ def _load(path: Path) -> dict:
     return doc
 
 
+def _registry_difference(a, b) -> str:
+    """The first path at which two registries (JSON strings or objects) differ, e.g.
+    ' (at axes[1].values[2].description)', so the message is not two 9 KB strings."""
+    def parse(x):
+        try:
+            return json.loads(x) if isinstance(x, str) else x
+        except (ValueError, RecursionError):
+            return x
+
+    def first(x, y, path):
+        if type(x) is not type(y):
+            return path or "the top level"
+        if isinstance(x, dict):
+            for k in sorted(set(x) | set(y)):
+                if k not in x or k not in y:
+                    return f"{path}.{k}".lstrip(".")
+                found = first(x[k], y[k], f"{path}.{k}")
+                if found:
+                    return found.lstrip(".")
+            return ""
+        if isinstance(x, list):
+            if len(x) != len(y):
+                return f"{path} (length {len(x)} against {len(y)})".lstrip(".")
+            for j, (u, v) in enumerate(zip(x, y)):
+                found = first(u, v, f"{path}[{j}]")
+                if found:
+                    return found
+            return ""
+        return "" if x == y else (path or "the top level")
+
+    if a is None or b is None:
+        return " (one has none)"
+    where = first(parse(a), parse(b), "")
+    return f" (at {where})" if where else " (only in formatting)"
+
+
 def _part_of(path: Path, context: dict) -> tuple[int, int]:
     text = context.get("part")
     m = _PART.match(str(text)) if text is not None else None
@@ -128,6 +165,10 @@ def merge_docs(paths: list[Path]) -> dict:
     loaded = []
     for p in paths:
         doc = _load(p)
+        try:  # a part whose registry is unreadable would merge into a file no tool reads
+            Registry.from_context(doc["context"])
+        except ValueError as e:
+            raise InputError(str(p), f"context 'registry': {e}") from None
         loaded.append((_part_of(p, doc["context"]), Path(p), doc))
     counts = {n for (_, n), _, _ in loaded}
     if len(counts) > 1:
@@ -152,6 +193,10 @@ def merge_docs(paths: list[Path]) -> dict:
         for key in sorted(set(ref_ctx) | set(ctx)):
             if key in PER_RUN_KEYS or key.startswith(PER_RUN_PREFIXES):
                 continue
+            if key == "registry" and ref_ctx.get(key) != ctx.get(key):
+                raise InputError("", f"context 'registry' differs between {first_path} and {p}"
+                                     f"{_registry_difference(ref_ctx.get(key), ctx.get(key))}: parts of one "
+                                     "run need the same binary")
             if ref_ctx.get(key) != ctx.get(key):
                 raise InputError("", f"context '{key}' differs: {ref_ctx.get(key)!r} in {first_path}, "
                                      f"{ctx.get(key)!r} in {p}: parts of one run need the same binary, commit, "

@@ -200,6 +200,16 @@ class Registry:
         if missing:
             raise ValueError(f"registry: name_parts lacks {', '.join(missing)}")
         max_k = _get(obj, "max_k", int, "registry")
+        if max_k < 1:
+            raise ValueError(f"registry: max_k is {max_k}, expected at least 1")
+        names = [p.name for p in presets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"registry: a preset name appears twice in {', '.join(names)}")
+        for a in axes:  # a name part is key:value between '/': a value with either could not be parsed
+            for v in a.names:
+                if "/" in v or ":" in v or not v:
+                    raise ValueError(f"registry: {a.axis} value {v!r} cannot appear in a case name "
+                                     "(empty, or with '/' or ':')")
         return Registry(axes, parts, tuple(presets), schedules, dtypes, default_dtype, max_k)
 
     @staticmethod
@@ -217,6 +227,8 @@ class Registry:
                 value = json.loads(value)
             except json.JSONDecodeError as e:
                 raise ValueError(f"registry: the context's registry string is not JSON ({e})") from None
+            except RecursionError:
+                raise ValueError("registry: the context's registry string is nested too deep") from None
         return Registry.from_json(value)
 
     @staticmethod

@@ -240,3 +240,23 @@ TEST(Cli, AllOnAnAxisIsEveryRegisteredValueAndHelpListsThem) {
 
 }  // namespace
 }  // namespace shardaccum
+
+namespace shardaccum {
+namespace {
+
+// It describes the binary, not a run: other flags would be ignored, so they are refused; a stdout
+// that cannot be written is a failed run (1), not bad input (2). --list alike.
+TEST(RegistryJson, DescribeRegistryStandsAloneAndAFailedStdoutIsExitOne) {
+  for (const char* other :
+       {"--mode bogus", "--preset fsdp2", "--list", "--benchmark_out=/tmp/x.json"}) {
+    const auto r = testing::run_bench_cli("", std::string("--describe-registry ") + other);
+    EXPECT_EQ(r.rc, 2) << other << ": " << r.err;
+    EXPECT_NE(r.err.find("--describe-registry takes no other flag"), std::string::npos) << r.err;
+  }
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  EXPECT_EQ(run_stdout("--describe-registry >/dev/full").rc, 1);
+  EXPECT_EQ(run_stdout("--backend host --list >/dev/full").rc, 1);
+}
+
+}  // namespace
+}  // namespace shardaccum

@@ -71,3 +71,11 @@ def test_help() -> None:
     r = run_script("check_layers.py", "--help")
     assert r.returncode == 0
     assert "common -> profiling -> strategies/backend -> strategies -> bench -> tests" in r.stdout
+
+
+def test_a_root_without_the_layer_folders_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "a.cpp").write_text('#include "b.hpp"\n')
+    proc = run_script("check_layers.py", "--root", tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "none of the layer folders" in proc.stderr

@@ -139,3 +139,24 @@ def test_a_part_without_its_whole_slice_is_refused(runs, tmp_path, keep):
     assert str(path) in proc.stderr
     assert ("holds no case" if keep == 0 else "holds 1 case(s), but its slice of the 4-case matrix has 2") in proc.stderr
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_part_with_an_unreadable_registry_is_refused_naming_the_file(runs, tmp_path):
+    path = _edited(runs, tmp_path, lambda d: d["context"].__setitem__("registry", "{not json"))
+    proc = run_script("merge.py", runs["p1"], path, "--out", tmp_path / "m.json")
+    assert proc.returncode == 2, proc.stderr
+    assert "context 'registry'" in proc.stderr and str(path) in proc.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_registries_that_differ_are_named_by_the_first_differing_field_not_dumped(runs, tmp_path):
+    def edit(d):
+        reg = json.loads(d["context"]["registry"])
+        reg["axes"][1]["values"][2]["description"] = "changed"
+        d["context"]["registry"] = json.dumps(reg)
+    path = _edited(runs, tmp_path, edit)
+    proc = run_script("merge.py", runs["p1"], path, "--out", tmp_path / "m.json")
+    assert proc.returncode == 2, proc.stderr
+    assert "context 'registry' differs" in proc.stderr
+    assert "axes[1].values[2].description" in proc.stderr
+    assert len(proc.stderr) < 1000, proc.stderr

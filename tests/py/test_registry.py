@@ -136,6 +136,9 @@ def _broken(edit) -> dict:
     (lambda d: d["canonical_schedules"][0].update(min_k=True), r"min_k is true, expected a int"),
     (lambda d: d.update(default_dtype="fp64"), "default_dtype 'fp64' is not among dtypes"),
     (lambda d: d["name_parts"].remove("division"), "name_parts lacks division"),
+    (lambda d: d.update(max_k=-1), "max_k is -1"),
+    (lambda d: d["presets"].append(dict(d["presets"][0])), "a preset name appears twice"),
+    (lambda d: d["axes"][2]["values"][-1].update(name="a/b"), "cannot appear in a case name"),
 ])
 def test_malformed_registries_raise_value_error_naming_the_key(edit, message):
     with pytest.raises(ValueError, match=message):
@@ -194,3 +197,8 @@ def test_regenerate_registry_fails_clearly_and_leaves_the_file(tmp_path, body, m
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
     assert (tmp_path / "registry.json").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fake_bench", "registry.json"]
+
+
+def test_a_registry_string_nested_too_deep_is_a_value_error_not_a_crash():
+    with pytest.raises(ValueError, match="nested too deep"):
+        Registry.from_context({"registry": "[" * 100000 + "]" * 100000})
