@@ -137,12 +137,7 @@ TEST(EveryStrategy, MeasuredBytesAndPeaksEqualTheModel) {
         const CasePlan plan{layout, sched, s, parse_dtype_triple(dtype), GenMode::dyadic, 11, "t"};
         SCOPED_TRACE(s.name() + " " + modes + " " + dtype);
         const auto o = testing::run_two_steps(*be, plan);
-        EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);
-        EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
-        EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
-        EXPECT_EQ(o.measured.reduce_scatter_calls, o.model.reduce_scatter_calls);
-        EXPECT_EQ(o.measured.peak_device_bytes, o.model.peak_device_bytes);
-        EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
+        testing::expect_bytes_and_peaks_of_the_model(o);
         // Without offload, and with one sync a step, every strategy is correct (docs/DESIGN.md §3).
         const bool offloaded = OffloadRegistry::get().make(s.offload, {})->offloaded();
         if (!offloaded || sched.sync_count() == 1) {

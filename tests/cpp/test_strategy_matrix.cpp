@@ -13,6 +13,7 @@ namespace shardaccum {
 namespace {
 
 using testing::design_says_correct;
+using testing::expect_bytes_and_peaks_of_the_model;
 using testing::make_layout;
 using testing::run_two_steps;
 
@@ -48,12 +49,7 @@ TEST_P(StrategyMatrix, OutcomeAndBytesFollowTheDesign) {
       if (!design_says_correct(s, sched)) {
         EXPECT_GT(o.max_rel_err, 0.1);
       }
-      EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);
-      EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
-      EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
-      EXPECT_EQ(o.measured.reduce_scatter_calls, o.model.reduce_scatter_calls);
-      EXPECT_EQ(o.measured.peak_device_bytes, o.model.peak_device_bytes);
-      EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
+      expect_bytes_and_peaks_of_the_model(o);
       ++cases;
     }
   EXPECT_EQ(cases, static_cast<int>(default_strategies().size() * std::size(kCanonicalSchedules)));

@@ -1,5 +1,7 @@
 #pragma once
 // Shared helpers of the host-backend tests: run a case for two steps and read its verdict.
+#include <gtest/gtest.h>
+
 #include <memory>
 
 #include "bench/case_runner.hpp"
@@ -39,6 +41,17 @@ inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   o.max_rel_err = verdict.max_rel_err();
   o.correct = verdict.correct();
   return o;
+}
+
+/// Every counted byte and both peaks of a run equal the analytical model's (the host backend's
+/// accounting is exact, docs/DESIGN.md §3 "Predicted bytes").
+inline void expect_bytes_and_peaks_of_the_model(const Outcome& o) {
+  EXPECT_EQ(o.measured.h2d_bytes, o.model.h2d_bytes);
+  EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
+  EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
+  EXPECT_EQ(o.measured.reduce_scatter_calls, o.model.reduce_scatter_calls);
+  EXPECT_EQ(o.measured.peak_device_bytes, o.model.peak_device_bytes);
+  EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
 }
 
 /// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code
