@@ -318,6 +318,13 @@ def load_run_file(path: str | Path) -> RunFile:
         if key is None:
             skipped += 1
             continue
+        if "registry" in context:  # the binary that wrote the names listed its values beside them
+            for axis in ("binding", "offload", "mode", "division"):
+                value = getattr(key.strategy, axis)
+                if value not in registry.axis(axis).names:
+                    raise InputError(where, f"benchmarks[{i}]: {axis} {value!r} in {name!r} is not among "
+                                            f"the values of the run's own registry "
+                                            f"({', '.join(registry.axis(axis).names)}): the file is inconsistent")
         case = run_file.cases.setdefault(key, Case(key, where))
         error = str(entry.get("error_message") or "error without a message") if entry.get(
             "error_occurred") else None
@@ -366,4 +373,8 @@ def load_runs(paths: list[str | Path]) -> Run:
             seen[key] = f.path
             cases.append(case)
     notes = [n for f in files for n in f.notes]
+    for f in files[1:]:
+        if f.registry != files[0].registry:  # e.g. a preset that means another strategy
+            notes.append(f"{f.path} and {files[0].path} carry different registries (values, descriptions "
+                         f"or presets differ): the report names and orders cases by {files[0].path}'s")
     return Run(files, sorted(cases, key=lambda c: c.key.sort_key), notes)

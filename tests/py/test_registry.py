@@ -202,3 +202,36 @@ def test_regenerate_registry_fails_clearly_and_leaves_the_file(tmp_path, body, m
 def test_a_registry_string_nested_too_deep_is_a_value_error_not_a_crash():
     with pytest.raises(ValueError, match="nested too deep"):
         Registry.from_context({"registry": "[" * 100000 + "]" * 100000})
+
+
+def test_a_name_whose_value_its_own_registry_lacks_is_bad_input(tmp_path, host_doc):
+    doc = copy.deepcopy(host_doc)
+    reg = committed_json()
+    mode = next(a for a in reg["axes"] if a["axis"] == "mode")
+    mode["values"] = [v for v in mode["values"] if v["name"] != "presence"]
+    doc["context"]["registry"] = json.dumps(reg)
+    for key in ("name", "run_name"):  # one case named with the value its registry no longer lists
+        if key in doc["benchmarks"][0]:
+            doc["benchmarks"][0][key] = doc["benchmarks"][0][key].replace("/mode:flag/", "/mode:presence/")
+    path = write_doc(doc, tmp_path / "inconsistent.json")
+    with pytest.raises(InputError, match=r"mode 'presence' .* is not among the values of the run's own registry") as e:
+        load_runs([path])
+    assert str(path) in str(e.value)
+
+
+def test_runs_with_different_registries_are_joined_with_a_note(tmp_path, host_doc):
+    a = copy.deepcopy(host_doc)
+    a["context"]["registry"] = json.dumps(committed_json())
+    b = copy.deepcopy(host_doc)
+    reg = committed_json()
+    reg["presets"][0]["description"] = "another binary's words"
+    b["context"]["registry"] = json.dumps(reg)
+    b["context"]["world_size"] = "4"
+    for entry in b["benchmarks"]:  # other cases, so that the two files may share a report
+        for key in ("name", "run_name"):
+            if key in entry:
+                entry[key] = entry[key].replace("/world:2/", "/world:4/")
+    run = load_runs([write_doc(a, tmp_path / "a.json"), write_doc(b, tmp_path / "b.json")])
+    assert any("carry different registries" in n for n in run.notes), run.notes
+    same = load_runs([write_doc(a, tmp_path / "a2.json")])
+    assert not any("carry different registries" in n for n in same.notes)
