@@ -8,15 +8,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/run.sh [--name NAME] [--part I/N] [--no-install] [--no-trace | --full-trace] [-- SHARDACCUM_BENCH_FLAGS...]
+usage: scripts/run.sh [--name NAME] [--part I/N] [--no-install] [--no-trace | --full-trace] [--no-real] [-- SHARDACCUM_BENCH_FLAGS...]
 
 The main job of shardaccum, the first command to run on a fresh machine:
   1. installs what is missing (scripts/install_deps.sh --for run; nothing when all is there),
   2. configures and builds shardaccum_bench (CMake preset `default`, folder build/; the CUDA
      backend is built when nvcc is found; SHARDACCUM_PRESET=host: folder build-host/, no CUDA),
-  3. runs shardaccum_bench --backend auto over its default matrix: on GPUs, llama2-7b on every
-     visible GPU; on a machine with no GPU, the host backend (uniform:8x1M, world size 2, K=4,
-     every strategy and schedule; minutes on 2 cores, more under load), whose times are host wall-clock,
+  3. runs shardaccum_bench --backend auto over its default matrix: on 2 or more GPUs, llama2-7b on
+     every visible GPU; on one GPU the single-GPU reference job (uniform:16x64M and gpt2-xl, 1 warm-up
+     and 2 measured steps); on a machine with no GPU, the host backend (uniform:8x1M, world size 2,
+     K=4, every strategy and schedule; minutes on 2 cores, more under load), whose times are host
+     wall-clock,
+  3b. on GPUs, with a CUDA torch importable, the real systems on the same workload
+     (scripts/run_real.sh: PyTorch FSDP2 and FSDP1, bench/real/run.py, offload cpu and none), written
+     beside run.json as real-fsdp2.json and real-fsdp1.json; the report puts each real case beside
+     the preset named after its system (--no-real skips them; without torch it says so and goes on),
   4. writes the Google Benchmark JSON to reports/NAME/run.json, a Perfetto/Chrome trace to
      reports/NAME/trace.json (shardaccum_bench --trace, kept to the first measured step of every
      case on every rank: about 6 MB for the default host matrix instead of 18 MB), and the report
@@ -37,6 +43,7 @@ options:
   --no-trace      write no trace (reports/NAME/trace.json); the report then has no timeline
   --full-trace    keep every measured step of every case in the trace (about 3 times larger
                   with the default 3 measured steps; open it in ui.perfetto.dev)
+  --no-real       do not run the real systems (step 3b)
   -h, --help      this text
   -- FLAGS...     passed to shardaccum_bench as they are (an option run.sh does not know is passed
                   on too); see build/bench/shardaccum_bench --help. With --trace FILE among them,
@@ -56,7 +63,8 @@ Python for the report tool. NCCL_NVLS_ENABLE=0,
 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
 
 exit status: 0 run and report written (a WRONG case is a result, not a failure: the known-incorrect
-strategies are meant to be caught); 1 the build, the run or the report failed; 2 bad arguments.
+strategies are meant to be caught); 1 the build, the run or the report failed, or a real system
+failed (the report is then written without it, and says so); 2 bad arguments.
 EOF
 }
 
@@ -65,6 +73,7 @@ name=""
 part=""          # --part I/N: one slice of the case matrix
 install=1
 trace_mode=first   # first: the first measured step of each case; full: every step; none: no trace
+real=1             # 0: --no-real
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 bench_args=()
 while [[ $# -gt 0 ]]; do
@@ -76,6 +85,7 @@ while [[ $# -gt 0 ]]; do
     --no-install) install=0; shift ;;
     --no-trace) trace_mode=none; shift ;;
     --full-trace) trace_mode=full; shift ;;
+    --no-real) real=0; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
     *) bench_args+=("$1"); shift ;;
@@ -248,11 +258,34 @@ if wrong:
           "an offload, on a schedule with more than one S), as docs/DESIGN.md §3 predicts")
 PYEOF
 
+# 3b. The real systems on the same workload, beside run.json (GPUs only: they are CUDA programs).
+real_inputs=()
+real_failed=0
+if (( real )) && [[ "$backend" == cuda && -n "$part" ]]; then
+  sa_say "the real systems are not run for one part (--part $part) of a matrix: run them on the merged run.json with scripts/run_real.sh"
+elif (( real )) && [[ "$backend" == cuda ]]; then
+  set +e
+  "$SA_ROOT/scripts/run_real.sh" --bench "$SA_BENCH" "$stage_dir/run.json" "$stage_dir"
+  rc=$?
+  set -e
+  case $rc in
+    0) ;;
+    3) sa_say "the real systems are not run (no CUDA torch); the report has the suite's cases only" ;;
+    *) real_failed=1; sa_warn "a real system failed (its log is beside run.json); the report is written without it" ;;
+  esac
+  for f in "$stage_dir"/real-*.json; do
+    [[ -s "$f" ]] && real_inputs+=("$report_dir/${f##*/}")
+  done
+elif (( real )); then
+  sa_say "the real systems (PyTorch FSDP2/FSDP1) need GPUs: not run on backend $backend"
+fi
+
 # 4. The report, beside run.json (report.py keeps the files of its folder that are not its own),
 # made from the stage's root so that it names reports/FOLDER/run.json, where it will be.
 sa_say "writing the report ($PY scripts/report.py)"
 set +e
 readme=$(cd "$stage" && MPLBACKEND=Agg "$PY" "$SA_ROOT/scripts/report.py" "$report_dir/run.json" \
+           ${real_inputs[@]+"${real_inputs[@]}"} \
            ${report_trace_args[@]+"${report_trace_args[@]}"} --name "$folder" --out-dir reports)
 rc=$?
 set -e
@@ -289,3 +322,5 @@ fi
 if [[ "$backend" == host ]]; then
   echo "  (backend host: every time in it is host wall-clock, not GPU time)"
 fi
+(( real_failed )) && sa_die "a real system failed: the report above lacks it (see reports/$folder/real-*.log)"
+exit 0

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The real systems beside a suite run: bench/real/run.py on the suite run's layouts, schedules, K,
+# dtypes, world size, warm-up and measured steps, one process per system. See --help.
+set -euo pipefail
+
+SA_PROG=run_real.sh
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+usage() {
+  cat <<'EOF'
+usage: scripts/run_real.sh [--systems fsdp2,fsdp1] [--bench PATH] RUN.json OUT_DIR
+
+Runs the real systems (bench/real/run.py: PyTorch FSDP2 and FSDP1) on the workload of a suite run:
+its models, world size, K, schedules, dtypes, seed, warm-up and measured steps (read from RUN.json's
+context and case names), with CPU offload on and off (--offload cpu,none), so that report.py can put
+every real case beside the preset that names its system. One process per system (torch starts in
+10-20 s), under torchrun when the world size is above 1. Writes OUT_DIR/real-SYSTEM.json (Google
+Benchmark JSON) and OUT_DIR/real-SYSTEM.log.
+
+options:
+  --systems LIST  the systems to run (default fsdp2,fsdp1)
+  --bench PATH    shardaccum_bench, for --describe-layout (default build/bench/shardaccum_bench)
+  -h, --help      this text
+
+environment: SHARDACCUM_TORCH_PYTHON=PATH is the Python with a CUDA torch (default python3).
+NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
+
+exit status: 0 every system's JSON written; 1 a system failed (the others' JSON are kept);
+2 bad arguments; 3 no Python with a CUDA torch here (nothing run).
+EOF
+}
+
+systems=fsdp2,fsdp1
+bench="$SA_BENCH"
+args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --systems) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--systems needs a value (e.g. fsdp2,fsdp1)"; systems=$2; shift 2 ;;
+    --systems=*) systems=${1#--systems=}; shift ;;
+    --bench) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--bench needs the path of shardaccum_bench"; bench=$2; shift 2 ;;
+    --bench=*) bench=${1#--bench=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) SA_DIE_CODE=2 sa_die "unknown option '$1' (see --help)" ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+[[ ${#args[@]} -eq 2 ]] || SA_DIE_CODE=2 sa_die "give RUN.json and OUT_DIR (see --help)"
+run_json=${args[0]}
+out_dir=${args[1]}
+[[ -s "$run_json" ]] || SA_DIE_CODE=2 sa_die "RUN.json '$run_json' is missing or empty"
+[[ -x "$bench" ]] || SA_DIE_CODE=2 sa_die "--bench '$bench' is not an executable shardaccum_bench (build it first)"
+mkdir -p "$out_dir"
+
+py=${SHARDACCUM_TORCH_PYTHON:-python3}
+if ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  sa_say "no CUDA torch in $py (SHARDACCUM_TORCH_PYTHON picks another): the real systems are not run"
+  exit 3
+fi
+
+# The suite run's workload: one line of shell words per setting.
+settings=$("$py" - "$run_json" <<'PYEOF'
+import json, shlex, sys
+doc = json.load(open(sys.argv[1]))
+ctx = doc.get("context", {})
+parts = {"schedule": [], "dtype": []}
+for b in doc.get("benchmarks", []):
+    for p in b.get("name", "").split("/"):
+        key, _, value = p.partition(":")
+        if key in parts and value and value not in parts[key]:
+            parts[key].append(value)
+def out(name, value):
+    print(f"{name}={shlex.quote(str(value))}")
+out("models", ctx.get("model", ""))
+out("worlds", ctx.get("world_size", "1"))
+out("k", ctx.get("k", "4"))
+out("seed", ctx.get("seed", "1"))
+out("warmup", ctx.get("warmup_steps", "1"))
+out("steps", ctx.get("measured_steps", "2"))
+out("schedules", ",".join(parts["schedule"]))
+out("dtypes", ",".join(parts["dtype"]))
+PYEOF
+) || sa_die "could not read the settings of '$run_json'"
+models="" worlds="" k="" seed="" warmup="" steps="" schedules="" dtypes=""
+eval "$settings"
+[[ -n "$models" && -n "$schedules" ]] || sa_die "'$run_json' names no model or no schedule"
+
+failed=0
+IFS=, read -r -a world_list <<<"$worlds"
+IFS=, read -r -a system_list <<<"$systems"
+for world in "${world_list[@]}"; do
+  for system in "${system_list[@]}"; do
+    suffix=""
+    (( ${#world_list[@]} > 1 )) && suffix="-w$world"
+    json="$out_dir/real-$system$suffix.json"
+    log="$out_dir/real-$system$suffix.log"
+    launch=("$py")
+    (( world > 1 )) && launch=("$py" -m torch.distributed.run --standalone --nproc-per-node "$world")
+    sa_say "real $system at world size $world: $models, schedules $schedules, K=$k (log: $log)"
+    t=$SECONDS
+    if "${launch[@]}" "$SA_ROOT/bench/real/run.py" --system "$system" --model "$models" \
+         --schedule "$schedules" --k "$k" --dtype "$dtypes" --offload cpu,none --seed "$seed" \
+         --warmup "$warmup" --steps "$steps" --bench "$bench" --out "$json" 2>&1 | tee "$log" >&2 \
+       && [[ -s "$json" ]]; then
+      sa_say "real $system done in $(sa_elapsed "$t"): $json"
+    else
+      sa_warn "real $system failed after $(sa_elapsed "$t") (see $log)"
+      failed=1
+    fi
+  done
+done
+exit "$failed"
