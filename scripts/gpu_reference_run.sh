@@ -8,6 +8,8 @@
 #   memory   the 20-step fsdp2 run that once ran out of device memory, and the 60-step flat tests
 #   fit      a 70B-class config at world 1: cases that cannot fit are skipped with their figures
 #   check    the oracle on every measured step against the last only, on 4 cases of the main job
+#   realtests the real systems' GPU tests (pytest tests/py_gpu: FSDP2/FSDP1 through bench/real/)
+#   reference the one-GPU main job, scripts/run.sh --name h200-reference (suite + real systems)
 # e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
 # after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
 # Run from the repository root.
@@ -18,7 +20,7 @@ PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b 2>/dev/null) 2>/dev/null \
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference 2>/dev/null) 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
@@ -100,7 +102,19 @@ for part in "$@"; do
       echo "--check $mode: rc=$? wall $((SECONDS - s0)) s"
     done
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check)"; exit 2 ;;
+  realtests)
+    step "real systems' GPU tests: pytest tests/py_gpu"
+    timeout 300 python3 -m pytest tests/py_gpu -q -x -p no:cacheprovider >"$OUT/real_gpu_tests.log" 2>&1
+    echo "rc=$?"; tail -15 "$OUT/real_gpu_tests.log"
+    ;;
+  reference)
+    step "one-GPU main job: scripts/run.sh --name h200-reference (suite and real systems, timed whole)"
+    s0=$SECONDS
+    timeout 560 bash scripts/run.sh --no-install --name h200-reference 2>&1 | tee "$OUT/reference_job.log" \
+      | grep -v '^accum/' | tail -40
+    echo "reference job: wall $((SECONDS - s0)) s (the build was done before it)"
+    ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference)"; exit 2 ;;
   esac
 done
 step "done"

@@ -135,7 +135,8 @@ if (( install )); then
   "$SA_ROOT/scripts/install_deps.sh" --for run || sa_die "could not install what is missing (see above)"
 fi
 command -v cmake >/dev/null 2>&1 || sa_die "cmake is not installed (run scripts/install_deps.sh)"
-sa_build shardaccum_bench
+# shardaccum_gen: the generator library of the real systems (bench/real/ loads it with ctypes).
+sa_build shardaccum_bench shardaccum_gen
 [[ -x "$SA_BENCH" ]] || sa_die "the build did not produce $SA_BENCH"
 
 if (( info_only )); then
