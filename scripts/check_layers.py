@@ -4,7 +4,8 @@ from a layer above it, never from below. Layers, bottom to top:
 
   common/ -> profiling/ -> strategies/backend/ -> strategies/ (the rest) -> bench/ -> tests/
 
-Every .hpp/.cpp/.cu/.cuh under those folders is read and each `#include "..."` is resolved as the
+capi/ (libshardaccum_gen) sits beside bench/, on the same level: both may include what is below
+them, neither the other. Every .h/.hpp/.cpp/.cu/.cuh under those folders is read and each `#include "..."` is resolved as the
 compiler does for quoted includes (beside the including file first, then from the repository root,
 the one include directory of every target). An include that resolves to no file of the tree is not a
 project header and is ignored. Stdlib only: CI runs it before anything is installed.
@@ -15,24 +16,38 @@ import re
 import sys
 from pathlib import Path
 
-# (folder prefix, layer name), bottom to top; the longest matching prefix decides a file's layer.
+# (folder prefix, layer name, level), bottom to top; the longest matching prefix decides a file's
+# layer. Layers of one level are siblings: an include from one into another is a violation too.
 LAYERS = [
-    ("common/", "common"),
-    ("profiling/", "profiling"),
-    ("strategies/backend/", "strategies/backend"),
-    ("strategies/", "strategies"),
-    ("bench/", "bench"),
-    ("tests/", "tests"),
+    ("common/", "common", 0),
+    ("profiling/", "profiling", 1),
+    ("strategies/backend/", "strategies/backend", 2),
+    ("strategies/", "strategies", 3),
+    ("bench/", "bench", 4),
+    ("capi/", "capi", 4),
+    ("tests/", "tests", 5),
 ]
-SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh"}
+SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
+
 # Quoted includes only: <...> names system and third-party headers. A trailing comment is allowed.
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def chain():
+    """The layers bottom to top as the help and the summary print them: the first layer of each
+    level in the chain, its siblings named after it."""
+    first = {}  # level -> the name of its first layer
+    for _, name, level in LAYERS:
+        first.setdefault(level, name)
+    text = " -> ".join(first.values())
+    siblings = [f"{name} beside {first[level]}" for _, name, level in LAYERS if first[level] != name]
+    return text + (f" ({', '.join(siblings)})" if siblings else "")
 
 
 def layer_of(rel):
     """Index into LAYERS of a path relative to the root (posix string), or None outside every layer."""
     best = None
-    for i, (prefix, _) in enumerate(LAYERS):
+    for i, (prefix, _, _) in enumerate(LAYERS):
         if rel.startswith(prefix) and (best is None or len(prefix) > len(LAYERS[best][0])):
             best = i
     return best
@@ -53,7 +68,7 @@ def resolve(root, including, target):
 
 def sources(root):
     """Every C++/CUDA file under the layer folders, sorted, as absolute paths."""
-    top = sorted({prefix.split("/")[0] for prefix, _ in LAYERS})
+    top = sorted({prefix.split("/")[0] for prefix, _, _ in LAYERS})
     files = []
     for folder in top:
         base = root / folder
@@ -81,7 +96,8 @@ def violations(root):
                 if header is None:
                     continue
                 theirs = layer_of(header)
-                if theirs is not None and theirs > own:
+                # up the levels, or sideways into a sibling layer of the same level
+                if theirs is not None and theirs != own and LAYERS[theirs][2] >= LAYERS[own][2]:
                     found.append(f"{rel}:{lineno}: {LAYERS[own][1]} includes {header} "
                                  f"({LAYERS[theirs][1]})")
     return len(files), found
@@ -91,8 +107,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="scripts/check_layers.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Fails on an include that points up the layers (docs/DESIGN.md §8), bottom to top:\n  "
-        + " -> ".join(name for _, name in LAYERS) + "\nA file may include project headers of its own "
-        "layer or below (quoted includes,\nresolved beside the file, then from the root).",
+        + chain() + "\nA file may include project headers of its own "
+        "layer or below, not of a sibling\n(quoted includes, resolved beside the file, then from the root).",
         epilog="exit status: 0 no upward include; 1 one or more, each printed as\n"
         "  FILE:LINE: <layer> includes <header> (<layer above>)\n2 bad arguments.")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
@@ -102,7 +118,7 @@ def main(argv=None):
         parser.error(f"--root {args.root}: not a directory")
     count, found = violations(args.root)
     if count == 0:  # a root without the layer folders would pass vacuously
-        parser.error(f"--root {args.root}: none of the layer folders ({', '.join(name for _, name in LAYERS)}) "
+        parser.error(f"--root {args.root}: none of the layer folders ({', '.join(name for _, name, _ in LAYERS)}) "
                      "holds a C++ file; give the repository root")
     for v in found:
         print(v)
@@ -110,7 +126,7 @@ def main(argv=None):
         print(f"check_layers: {len(found)} upward include(s) in {count} files", file=sys.stderr)
         return 1
     print(f"check_layers: {count} files, no upward include "
-          f"({' -> '.join(name for _, name in LAYERS)})")
+          f"({chain()})")
     return 0
 
 

@@ -10,7 +10,7 @@ usage() {
   cat <<'EOF'
 usage: scripts/format.sh [--check] [FILE...]
 
-Runs clang-format-14 -i (style: the committed .clang-format) on every tracked .hpp/.cpp/.cu/.cuh
+Runs clang-format-14 -i (style: the committed .clang-format) on every tracked .h/.hpp/.cpp/.cu/.cuh
 file (git ls-files), or on the FILEs given.
 
 options:
@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     -h|--help) usage; exit 0 ;;
     -*) SA_DIE_CODE=2 sa_die "unknown option '$1' (see --help)" ;;
     *) [[ -f "$1" ]] || SA_DIE_CODE=2 sa_die "'$1': no such file"
-       [[ "$1" =~ \.(hpp|cpp|cu|cuh)$ ]] || SA_DIE_CODE=2 sa_die "'$1': not a C++/CUDA file (.hpp .cpp .cu .cuh)"
+       [[ "$1" =~ \.(h|hpp|cpp|cu|cuh)$ ]] || SA_DIE_CODE=2 sa_die "'$1': not a C++/CUDA file (.h .hpp .cpp .cu .cuh)"
        files+=("$(realpath "$1")"); shift ;;  # from the caller's directory: the script cds to the root
   esac
 done
@@ -46,10 +46,10 @@ command -v "$cf" >/dev/null 2>&1 ||
 cd "$SA_ROOT"
 if (( ${#files[@]} == 0 )); then
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    mapfile -t files < <(git ls-files -- '*.hpp' '*.cpp' '*.cu' '*.cuh')
+    mapfile -t files < <(git ls-files -- '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh')
   else  # a source tarball: the layer folders
-    mapfile -t files < <(find common profiling strategies bench tests -type f \
-                           \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+    mapfile -t files < <(find common profiling strategies bench capi tests -type f \
+                           \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | sort)
   fi
 fi
 (( ${#files[@]} )) || sa_die "no C++/CUDA file found"

@@ -79,3 +79,22 @@ def test_a_root_without_the_layer_folders_is_an_error_not_a_pass(tmp_path: Path)
     proc = run_script("check_layers.py", "--root", tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "none of the layer folders" in proc.stderr
+
+
+def test_capi_is_a_sibling_of_bench_neither_includes_the_other(tmp_path: Path) -> None:
+    # capi/ (libshardaccum_gen) wraps strategies/ and is used by tests/; bench/ and capi/ stay apart.
+    fake_tree(tmp_path)
+    write(tmp_path, "capi/shardaccum_gen.h", "#pragma once\n#include <stdint.h>\n")
+    write(tmp_path, "capi/gen_host.cpp", '#include "shardaccum_gen.h"\n#include "strategies/model.hpp"\n')
+    write(tmp_path, "tests/cpp/test_gen.cpp", '#include "capi/shardaccum_gen.h"\n')
+    r = run_script("check_layers.py", "--root", tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(capi beside bench)" in r.stdout
+    write(tmp_path, "bench/gen_use.cpp", '#include "capi/shardaccum_gen.h"\n')
+    write(tmp_path, "capi/gen_cli.h", '#pragma once\n#include "bench/cli.cpp"\n')
+    r = run_script("check_layers.py", "--root", tmp_path)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "bench/gen_use.cpp:1: bench includes capi/shardaccum_gen.h (capi)",
+        "capi/gen_cli.h:2: capi includes bench/cli.cpp (bench)",
+    ]
