@@ -171,7 +171,8 @@ def merge_docs(paths: list[Path]) -> dict:
     real = [str(p) for p, doc in docs if any(is_real_name(_case_name(e)) for e in doc["benchmarks"])]
     if real and len(real) < len(docs):
         suite = [str(p) for p, _ in docs if str(p) not in real]
-        raise InputError("", f"{', '.join(real)} {'is a real-system run' if len(real) == 1 else 'are real-system runs'} "
+        what = "is a real-system run" if len(real) == 1 else "are real-system runs"
+        raise InputError("", f"{', '.join(real)} {what} "
                              f"(bench/real/run.py) and {', '.join(suite)} of shardaccum_bench: different kinds are "
                              "never merged; give both to report.py, which puts real cases beside their presets")
     if real:

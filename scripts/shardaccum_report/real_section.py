@@ -121,7 +121,8 @@ def real_inputs(real: Run) -> str:
         out.append(f"Systems settings of `{tables.escape(f.path)}`: {settings}; TF32 "
                    f"{tables.escape(f.context.get('tf32') or 'not recorded')}.\n")
         command = f.context.get("command")
-        out.append(f"Command:\n\n```sh\n{command}\n```\n" if command else "Command: not recorded in the JSON context.\n")
+        out.append(f"Command:\n\n```sh\n{command}\n```\n" if command else
+                   "Command: not recorded in the JSON context.\n")
     return "\n".join(out)
 
 
@@ -138,8 +139,8 @@ def render_section(real: Run, suite: Run | None, folder: Path) -> str:
     if refusal:
         out.append(f"> [!WARNING]\n> **No time ratios**: {tables.escape(refusal)}.\n")
     out.append("Peak device memory: the real peak includes the model's parameters (and what the system keeps on "
-               "the device); the preset's counts the suite's gradient buffers, no parameters. `device baseline` is the real "
-               "process's allocated memory before the first step.\n")
+               "the device); the preset's counts the suite's gradient buffers, no parameters. `device baseline` is "
+               "the real process's allocated memory before the first step.\n")
     by_group: dict = {}
     for p in pairs:
         by_group.setdefault(p.key.group, []).append(p)
