@@ -162,3 +162,13 @@ def render_section(real: Run, suite: Run | None, folder: Path) -> str:
                    "has `d2h_bytes`.\n")
         out.append(bytes_table(mine))
     return "\n".join(out)
+
+
+def render_real_only(real: Run, name: str, folder: Path) -> str:
+    """The README of real-system runs without a suite run: their context and cases, no preset beside them."""
+    inputs = " ".join(f.path for f in real.files)
+    return "\n".join([f"# shardaccum report: {name}\n", real_inputs(real), render_section(real, None, folder),
+                      "## Notes\n", *(f"- {tables.escape(n)}" for n in real.notes),
+                      f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs} --name {name}` (give the "
+                      "suite run's JSON too to see each real case beside its preset)\n"])
+

@@ -32,7 +32,7 @@ from .plots import (
     plot_timeline,
 )
 from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE
-from .real_section import real_inputs, render_section
+from .real_section import real_inputs, render_real_only, render_section
 from .trace import StepTimeline, TraceSet, load_trace
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -61,8 +61,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
 
     `traces` are Perfetto/Chrome traces of shardaccum_bench --trace whose steps are drawn as
     timelines; when none is given, a trace.json beside a single input file is used if there is one.
-    Runs of bench/real/run.py (cases named real/...) may be given among the inputs, in any order: their
-    cases are put beside their presets' (real_section.py); without a suite run the report holds only that.
+    Runs of bench/real/run.py (real/... cases) may be among the inputs, beside their presets (real_section.py).
     A trace is drawn only when its run_id is an input's (identity.py); one that is not is named, with
     the reason, in the report and on stderr.
     The folder is written complete in a temporary beside it and then renamed into place, replacing
@@ -94,15 +93,6 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real), encoding="utf-8")
     return target / "README.md"
-
-
-def render_real_only(real: Run, name: str, folder: Path) -> str:
-    """The README of real-system runs without a suite run: their context and cases, no preset beside them."""
-    inputs = " ".join(f.path for f in real.files)
-    return "\n".join([f"# shardaccum report: {name}\n", real_inputs(real), render_section(real, None, folder),
-                      "## Notes\n", *(f"- {tables.escape(n)}" for n in real.notes),
-                      f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs} --name {name}` (give the "
-                      "suite run's JSON too to see each real case beside its preset)\n"])
 
 
 def _details(summary: str, body: str) -> str:
