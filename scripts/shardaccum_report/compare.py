@@ -26,6 +26,7 @@ from .case import CaseKey
 from .counters import CORRECT, STEP, higher_is_better, unit_of
 from .errors import InputError
 from .loading import Case, Run, load_runs
+from .real import RealKey
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
@@ -162,6 +163,10 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
     result.only_base = sorted(set(b) - set(c), key=lambda k: k.sort_key)
     result.only_cand = sorted(set(c) - set(b), key=lambda k: k.sort_key)
     files = lambda run: ", ".join(f.path for f in run.files)  # noqa: E731
+    if not common and base.kind != cand.kind:
+        raise InputError("", f"baseline ({files(base)}) is a {_KIND[base.kind]} and candidate ({files(cand)}) a "
+                             f"{_KIND[cand.kind]}: no case in common; compare a real run with a real run and a "
+                             "suite run with a suite run (report.py puts real cases beside their presets)")
     if not common:
         raise InputError("", f"baseline ({files(base)}) and candidate ({files(cand)}) have no case in common "
                              "(cases match by model, world, schedule, binding, offload, mode, division and dtype)")
@@ -176,6 +181,15 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
     elif base.is_host:
         result.notes.append("Both runs are on the host backend: times are host wall-clock, not GPU time.")
     return result
+
+
+_KIND = {"real": "real-system run (bench/real/run.py, cases real/...)",
+         "suite": "suite run (shardaccum_bench, cases accum/...)"}
+
+
+def _what(k: CaseKey | RealKey) -> str:
+    """The case's column beside its schedule: the strategy, or a real case's system and offload."""
+    return k.display if isinstance(k, RealKey) else k.strategy.display
 
 
 def compare_files(base_path: str | Path, cand_path: str | Path, metric: str = STEP,
@@ -208,7 +222,7 @@ def _fmt_p(p: float | None) -> str:
 def _case_cells(row: CaseComparison, with_group: bool) -> list[str]:
     k = row.key
     cells = [tables.escape(k.group.title)] if with_group else []
-    return cells + [k.schedule, tables.escape(k.strategy.display)]
+    return cells + [k.schedule, tables.escape(_what(k))]
 
 
 def _missing_text(c: Comparison) -> str:
@@ -264,7 +278,7 @@ def to_markdown(c: Comparison) -> str:
     out.append(f"**{summary_line(c)}**\n")
 
     with_group = len({r.key.group for r in c.rows}) > 1
-    lead = (["group"] if with_group else []) + ["schedule", "strategy"]
+    lead = (["group"] if with_group else []) + ["schedule", "system" if c.base.kind == "real" else "strategy"]
     test_notes = {r.test_note for r in c.rows}
     one_note = test_notes.pop() if len(test_notes) == 1 else None
     if one_note:
@@ -285,8 +299,7 @@ def to_markdown(c: Comparison) -> str:
     out.append(_missing_section(c, with_group, lead))
     out.append("## All cases\n")
     rows = []
-    for r in sorted(c.rows, key=lambda r: (r.key.group.sort_key, r.key.registry.schedule_sort_key(r.key.schedule),
-                                           r.key.strategy.sort_key)):
+    for r in sorted(c.rows, key=lambda r: r.key.sort_key):  # group, schedule, strategy (or system, offload)
         verdict = f"**{r.verdict}**" if r.verdict == "regression" else r.verdict
         if r.correctness:
             verdict += f"; **{tables.escape(r.correctness)}**"
@@ -324,7 +337,7 @@ def _missing_section(c: Comparison, with_group: bool, lead: list[str]) -> str:
     rows = [_case_cells(r, with_group) + [", ".join(f"`{m}`" for m in r.missing)] for r in c.missing_data]
     for k in c.only_base:
         rows.append(([tables.escape(k.group.title)] if with_group else [])
-                    + [k.schedule, tables.escape(k.strategy.display), "the whole case"])
+                    + [k.schedule, tables.escape(_what(k)), "the whole case"])
     out.append(tables.md_table(lead + ["missing"], rows))
     if c.only_base:
         out.append("Cases of the baseline not in the candidate: "

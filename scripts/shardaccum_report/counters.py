@@ -83,6 +83,12 @@ CEILING_KEYS = {
     "ceiling_reduce_scatter_busbw_gbps": "reduce-scatter bus bandwidth",
 }
 
+# bench/real/run.py's accumulation costs: step − step of nnnS (A: no offload, B: the same offload). Being
+# differences of two measured times, they are the only figures that may be below 0 (noise, or a faster S).
+ACCUM_COST_A = "accum_cost_a_ms"
+ACCUM_COST_B = "accum_cost_b_ms"
+SIGNED_COUNTERS = frozenset({ACCUM_COST_A, ACCUM_COST_B})
+
 CORRECT = "correct"
 MAX_REL_ERR = "max_rel_err"
 ERR_BOUND = "err_bound"

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from . import strict_json
 from .case import CaseKey, Group, parse_case_name
-from .counters import CEILING_KEYS, CORRECT, MAX_REL_ERR
+from .counters import CEILING_KEYS, CORRECT, MAX_REL_ERR, SIGNED_COUNTERS
 from .errors import InputError
+from .real import RealKey, is_real_name, parse_real_name
 from .registry import Registry
 
 # Google Benchmark's own numeric fields of an entry: everything else numeric is a counter.
@@ -89,9 +90,10 @@ class Repetition:
 
 @dataclass
 class Case:
-    """All repetitions of one case from one file, and Google Benchmark's aggregates of them."""
+    """All repetitions of one case from one file, and Google Benchmark's aggregates of them. `key` is a
+    CaseKey for a suite case, a RealKey for a real system's (nothing below depends on which)."""
 
-    key: CaseKey
+    key: CaseKey | RealKey
     source: str
     repetitions: list[Repetition] = field(default_factory=list)
     aggregates: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -179,6 +181,11 @@ class RunFile:
     registry: Registry
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def kind(self) -> str:
+        """'real' for a run of bench/real/run.py (cases named real/...), else 'suite'."""
+        return "real" if any(isinstance(k, RealKey) for k in self.cases) else "suite"
+
 
 @dataclass
 class Run:
@@ -192,6 +199,11 @@ class Run:
     def registry(self) -> Registry:
         """The registry the report orders and names by: the first file's (each case keeps its own)."""
         return self.files[0].registry
+
+    @property
+    def kind(self) -> str:
+        """'real' (bench/real/run.py's cases, keyed by RealKey) or 'suite' (CaseKey); never mixed."""
+        return self.files[0].kind if self.files else "suite"
 
     @property
     def backend(self) -> str | None:
@@ -240,12 +252,12 @@ def _read_json(path: Path) -> object:
 def _number(entry: dict, key: str, where: str, i: int) -> float | None:
     """A counter's value; None when null or not a number (missing). InputError when out of range:
     beyond strict_json.MAX_MAGNITUDE, or below 0 (every figure the suite writes is a time, a size, a
-    count, a rate, an error or a verdict: none is negative)."""
+    count, a rate, an error or a verdict: none is negative), except the differences of SIGNED_COUNTERS."""
     try:
         value = strict_json.number(entry.get(key))
     except ValueError as e:
         raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {e}") from None
-    if value is not None and value < 0:
+    if value is not None and value < 0 and key not in SIGNED_COUNTERS:
         raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {value:g} is negative; no figure "
                                 "the suite writes is")
     return value
@@ -272,10 +284,11 @@ def _counters(entry: dict, where: str, i: int) -> dict[str, float]:
 def load_run_file(path: str | Path) -> RunFile:
     """Reads one benchmark JSON file.
 
-    Entries whose name does not start with 'accum/' (other benchmark families) are skipped with a note.
+    Entries whose name does not start with 'accum/' or 'real/' (other benchmark families) are skipped
+    with a note; 'real/' names (bench/real/run.py) are keyed by RealKey, not checked against the registry.
     Raises InputError naming the file when it cannot be read, is empty, is not valid JSON, is not a
     Google Benchmark object, has no or an empty 'benchmarks' list, has an entry without a name or with
-    a malformed 'accum/' name, or has no accumulation case at all.
+    a malformed 'accum/' or 'real/' name, mixes the two, or has no accumulation case at all.
     """
     path = Path(path)
     where = str(path)
@@ -312,13 +325,19 @@ def load_run_file(path: str | Path) -> RunFile:
         if run_type == "aggregate" and name == entry["name"] and entry.get("aggregate_name"):
             name = name.removesuffix("_" + str(entry["aggregate_name"]))
         try:
-            key = parse_case_name(name, registry)
+            # A real system's case is not a registry strategy: its name is read without the registry.
+            key = parse_real_name(name) if is_real_name(name) else parse_case_name(name, registry)
         except ValueError as e:
             raise InputError(where, f"benchmarks[{i}]: {e}") from None
         if key is None:
             skipped += 1
             continue
-        if "registry" in context:  # the binary that wrote the names listed its values beside them
+        if run_file.cases and isinstance(key, RealKey) != (run_file.kind == "real"):
+            raise InputError(where, f"benchmarks[{i}] ({name}): the file mixes real-system cases (real/...) with "
+                                    "suite cases (accum/...); bench/real/run.py and shardaccum_bench each write "
+                                    "their own file")
+        # The binary that wrote the names listed its values beside them (a real case has none).
+        if "registry" in context and not isinstance(key, RealKey):
             for axis in ("binding", "offload", "mode", "division"):
                 value = getattr(key.strategy, axis)
                 if value not in registry.axis(axis).names:
@@ -341,22 +360,44 @@ def load_run_file(path: str | Path) -> RunFile:
 
     if not run_file.cases:
         raise InputError(where, f"none of the {len(entries)} benchmarks is an accumulation case "
-                                "(a name starting 'accum/')")
+                                "(a name starting 'accum/', or 'real/' for bench/real/run.py)")
     if skipped:
         run_file.notes.append(f"{where}: {skipped} benchmark entries that are not accumulation cases "
-                              "(name not starting 'accum/') were left out")
+                              "(name not starting 'accum/' or 'real/') were left out")
     return run_file
 
 
 def load_runs(paths: list[str | Path]) -> Run:
     """Reads one or more files into one Run (e.g. world size 2 and 4 from two runs).
 
-    Raises InputError when a file is bad (see load_run_file), when the files mix backends (host
-    wall-clock and GPU times cannot share an axis), or when one case appears in two files.
+    Raises InputError when a file is bad (see load_run_file), when the files mix suite and real-system
+    runs (report.py reads both through load_inputs), when they mix backends (host wall-clock and GPU
+    times cannot share an axis), or when one case appears in two files.
     """
     if not paths:
         raise InputError("", "no input file given")
     files = [load_run_file(p) for p in paths]
+    kinds = {f.path: f.kind for f in files}
+    if len(set(kinds.values())) > 1:
+        listed = ", ".join(f"{p}: {k}" for p, k in kinds.items())
+        raise InputError("", f"the files mix suite runs (shardaccum_bench) and real-system runs (bench/real/run.py): "
+                             f"{listed}; give one kind here (report.py puts the two side by side)")
+    return join_files(files)
+
+
+def load_inputs(paths: list[str | Path]) -> tuple[Run | None, Run | None]:
+    """Reads suite and real-system runs given together, in any order: (suite run, real run), None for a
+    kind not given. Raises InputError as load_runs does within each kind, and when no file is given."""
+    if not paths:
+        raise InputError("", "no input file given")
+    files = [load_run_file(p) for p in paths]
+    suite = [f for f in files if f.kind == "suite"]
+    real = [f for f in files if f.kind == "real"]
+    return (join_files(suite) if suite else None), (join_files(real) if real else None)
+
+
+def join_files(files: list[RunFile]) -> Run:
+    """The cases of files of one kind as one Run. Raises InputError when they mix backends or share a case."""
     backends = {f.path: f.context.backend for f in files if f.context.backend}
     if len(set(backends.values())) > 1:
         listed = ", ".join(f"{p}: {b}" for p, b in backends.items())

@@ -9,6 +9,10 @@ may appear in one part only. The merged file is strict JSON (a NaN or infinity b
 atomically; its context is part 1's with `part: "merged 1..N of N"`, `part_dates` (each part's date,
 in part order), `merged_from` (the files) and model/world_size/k joined over the parts. Exit status:
 0 written, 2 refused or bad input (the message names the key and the files), 3 internal error.
+
+Runs of bench/real/run.py (cases real/...) are refused, alone or among suite parts: they are not
+slices of a --part split (one process per system, each its own context), and report.py and
+compare.py read them as they are (report.py takes several at once).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 from pathlib import Path
 
 from .errors import InputError
+from .real import is_real_name
 from .registry import Registry
 
 # Keys that differ between the processes of one run by nature: when and under what load each ran,
@@ -162,9 +167,20 @@ def merge_docs(paths: list[Path]) -> dict:
     of another N, and a case found in two parts."""
     if not paths:
         raise InputError("", "no input: give the JSON of every part, e.g. p1.json p2.json")
+    docs = [(Path(p), _load(p)) for p in paths]
+    real = [str(p) for p, doc in docs if any(is_real_name(_case_name(e)) for e in doc["benchmarks"])]
+    if real and len(real) < len(docs):
+        suite = [str(p) for p, _ in docs if str(p) not in real]
+        what = "is a real-system run" if len(real) == 1 else "are real-system runs"
+        raise InputError("", f"{', '.join(real)} {what} "
+                             f"(bench/real/run.py) and {', '.join(suite)} of shardaccum_bench: different kinds are "
+                             "never merged; give both to report.py, which puts real cases beside their presets")
+    if real:
+        raise InputError("", f"{', '.join(real)}: real-system runs (bench/real/run.py) are not --part slices and "
+                             "need no merge: report.py reads several at once (e.g. report.py RUN.json "
+                             "REAL-fsdp2.json REAL-fsdp1.json), compare.py one real run against another")
     loaded = []
-    for p in paths:
-        doc = _load(p)
+    for p, doc in docs:
         try:  # a part whose registry is unreadable would merge into a file no tool reads
             Registry.from_context(doc["context"])
         except ValueError as e:

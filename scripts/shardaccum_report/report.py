@@ -18,7 +18,7 @@ from .case import Group, Strategy, registry_of
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
 from .identity import why_not_drawn
-from .loading import Case, Run, RunFile, load_runs
+from .loading import Case, Run, RunFile, load_inputs
 from .overwrite import refuse_folder_over_inputs
 from .plots import (
     TimelinePanel,
@@ -32,6 +32,7 @@ from .plots import (
     plot_timeline,
 )
 from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE
+from .real_section import real_inputs, render_real_only, render_section
 from .trace import StepTimeline, TraceSet, load_trace
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -60,17 +61,25 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
 
     `traces` are Perfetto/Chrome traces of shardaccum_bench --trace whose steps are drawn as
     timelines; when none is given, a trace.json beside a single input file is used if there is one.
+    Runs of bench/real/run.py (real/... cases) may be among the inputs, beside their presets (real_section.py).
     A trace is drawn only when its run_id is an input's (identity.py); one that is not is named, with
     the reason, in the report and on stderr.
     The folder is written complete in a temporary beside it and then renamed into place, replacing
     an older report of the same name. Raises InputError for a bad name, input file or trace (see
-    loading.load_runs, trace.load_trace) and OSError when the output cannot be written.
+    loading.load_inputs, trace.load_trace) and OSError when the output cannot be written.
     """
     check_name(name)
     target = Path(out_dir) / name
     refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
-    run = load_runs(paths)
-    found = None if traces else find_trace(paths)
+    run, real = load_inputs(paths)
+    if run is None:
+        if traces:
+            raise InputError(traces[0], "a trace is drawn beside its suite run's cases; the inputs hold real-system "
+                                        "runs only (give the shardaccum_bench run JSON too)")
+        with atomic_directory(target) as tmp:
+            (tmp / "README.md").write_text(render_real_only(real, name, tmp), encoding="utf-8")
+        return target / "README.md"
+    found = None if traces or real else find_trace(paths)
     drawn, refused = [], []
     for trace in [load_trace(t, run.registry) for t in (traces or ([found] if found else []))]:
         why = why_not_drawn(trace, run)
@@ -82,7 +91,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
         print(f"report.py: warning: {why}", file=sys.stderr)
     trace_set = TraceSet(drawn, found is not None, refused=refused)
     with atomic_directory(target) as tmp:
-        (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target), encoding="utf-8")
+        (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real), encoding="utf-8")
     return target / "README.md"
 
 
@@ -98,22 +107,27 @@ def _file_for(run: Run, case: Case) -> RunFile:
     return next(f for f in run.files if f.path == case.source)
 
 
-def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, target: Path | None = None) -> str:
+def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, target: Path | None = None,
+           real: Run | None = None) -> str:
     """The README text; writes the PNGs into `folder` as a side effect. `target` is where the folder
-    will end up (to link a trace inside it relatively)."""
+    will end up (to link a trace inside it relatively); `real`, the real-system runs put beside the presets."""
     traces = traces if traces is not None else TraceSet()
     target = target if target is not None else folder
     time_label = run.time_label
     out: list[str] = [f"# shardaccum report: {name}\n"]
     out.append(_banner(run))
     out.append(_run_info(run))
+    if real is not None:
+        out.append(real_inputs(real))
     groups = run.groups()
     out.append(_summary(run, groups))
     for group, cases in groups.items():
         out.append(_group_section(run, group, cases, folder, time_label, traces, target))
     out.append(_trace_only_sections(run, folder, traces, target))
     out.append(_scaling_section(run, folder, time_label))
-    out.append(_notes(run, name, traces))
+    if real is not None:
+        out.append(render_section(real, run, folder))
+    out.append(_notes(run, name, traces, real))
     return "\n".join(part for part in out if part)
 
 
@@ -340,14 +354,14 @@ def _presets_text(run: Run) -> str:
                      for p in run.registry.presets)
 
 
-def _notes(run: Run, name: str, traces: TraceSet) -> str:
+def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of docs/DESIGN.md §3.",
            f"- A strategy is binding/offload/mode; presets: {_presets_text(run)}."]
-    out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused]
-    inputs = " ".join(f.path for f in run.files)
+    out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused + (real.notes if real else [])]
+    inputs = " ".join(f.path for f in run.files + (real.files if real else []))
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
     out.append(f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs}{given} --name {name}` "
                "(or any python with scripts/requirements.txt installed)\n")

@@ -8,9 +8,10 @@ from .ceilings import plot_ceilings
 from .correctness import plot_correctness
 from .measured_predicted import plot_measured_predicted
 from .pareto import plot_pareto
+from .real_beside import plot_real_beside
 from .phases import plot_step_phases
 from .scaling import plot_scaling
 from .timeline import TimelinePanel, TimelineRow, plot_timeline
 
-__all__ = ["plot_ceilings", "plot_correctness", "plot_measured_predicted", "plot_pareto", "plot_step_phases",
-           "plot_scaling", "plot_timeline", "TimelinePanel", "TimelineRow"]
+__all__ = ["plot_ceilings", "plot_correctness", "plot_measured_predicted", "plot_pareto", "plot_real_beside",
+           "plot_step_phases", "plot_scaling", "plot_timeline", "TimelinePanel", "TimelineRow"]

@@ -1,0 +1,79 @@
+"""Each real system's case beside the suite case of its preset (issue 13 item 5, docs/DESIGN.md §7).
+
+Same model, world size, schedule, dtype (and tokens, as the suite's extra name part); the strategy is
+the registry's preset named like the system (fsdp2, fsdp1): real `offload:cpu` beside the preset's
+own offload value, real `offload:none` beside the preset with the registry's one offload value whose
+property `offloaded` is false. Nothing here names a strategy value: all of it is the registry's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .case import CaseKey, Strategy
+from .loading import Case, Run
+from .real import RealKey
+from .registry import Registry
+
+NO_PRESET_CASE = "no preset case in the inputs"
+
+
+@dataclass
+class Pair:
+    """A real case and what it is compared with: the preset case's key (None when the registry has no
+    preset of that system, or no value to map the offload to), the case when an input holds it, and
+    `why` the preset side is empty (None when the case is there)."""
+
+    real: Case
+    preset_key: CaseKey | None
+    preset: Case | None
+    why: str | None
+
+    @property
+    def key(self) -> RealKey:
+        return self.real.key
+
+
+def no_offload_value(registry: Registry) -> str | None:
+    """The registry's offload value that does not offload (property offloaded false), when exactly one."""
+    values = [v.name for v in registry.axis("offload").values if v.property("offloaded") is False]
+    return values[0] if len(values) == 1 else None
+
+
+def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | None]:
+    """The suite case a real case stands beside, or (None, why not)."""
+    preset = next((p for p in registry.presets if p.name == key.system), None)
+    if preset is None:
+        names = ", ".join(p.name for p in registry.presets) or "none"
+        return None, f"the registry has no preset {key.system!r} (its presets: {names})"
+    strategy = Strategy(**dict(preset.axes), registry=registry)
+    if key.offload == "none":
+        none = no_offload_value(registry)
+        if none is None:
+            return None, "the registry has no single offload value with offloaded false"
+        strategy = replace(strategy, offload=none)
+    return CaseKey(key.model, key.world, key.schedule, strategy, key.dtype, key.extra, registry), None
+
+
+def pair_cases(real: Run, suite: Run | None) -> list[Pair]:
+    """Every real case, in report order, with its preset case from `suite` (None: no suite run given).
+    The registry is the suite run's (a real run carries none), else the committed one."""
+    registry = suite.registry if suite is not None else Registry.committed()
+    by_key = suite.by_key() if suite is not None else {}
+    pairs = []
+    for case in real.cases:
+        key, why = preset_key(case.key, registry)
+        found = by_key.get(key) if key is not None else None
+        why = f"{NO_PRESET_CASE}: {why}" if key is None else (None if found else NO_PRESET_CASE)
+        pairs.append(Pair(case, key, found, why))
+    return pairs
+
+
+def ratio(real: float | None, preset: float | None) -> float | None:
+    """real / preset; None when either is missing or both are 0; inf when only the preset is 0."""
+    if real is None or preset is None:
+        return None
+    if preset == 0:
+        return None if real == 0 else math.inf
+    return real / preset
