@@ -3,6 +3,7 @@
 // command line's --model, --warmup and --steps always win.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,25 @@ TEST(DefaultJob, AppliesOnlyToWhatTheCommandLineLeftOut) {
   apply_default_job(o, c);
   EXPECT_EQ(c.default_model, "uniform:8x1M");
   EXPECT_EQ(o.steps, 3);
+}
+
+}  // namespace
+}  // namespace shardaccum
+
+namespace shardaccum {
+namespace {
+
+TEST(DefaultJob, HelpSaysWhatTheOneGpuDefaultIs) {
+  const std::string cmd = std::string("'") + SHARDACCUM_BENCH_EXE + "' --help 2>/dev/null";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_NE(out.find(default_job("cuda", 1).models), std::string::npos) << out;
+  EXPECT_NE(out.find("--steps 2"), std::string::npos);
+  EXPECT_NE(out.find("llama2-7b on cuda with 2+ GPUs"), std::string::npos);
 }
 
 }  // namespace
