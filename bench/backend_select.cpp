@@ -13,6 +13,12 @@
 
 namespace shardaccum {
 
+DefaultJob default_job(const std::string& backend, int world_size) {
+  if (backend != "cuda") return {"uniform:8x1M"};
+  if (world_size == 1) return {"uniform:16x64M,gpt2-xl", 1, 2};
+  return {"llama2-7b"};
+}
+
 BackendChoice choose_backend(const std::string& requested) {
   int gpus = 0;
 #if defined(SHARDACCUM_HAVE_CUDA)
@@ -30,7 +36,7 @@ BackendChoice choose_backend(const std::string& requested) {
     c.why = requested == "auto" ? "auto: " + std::to_string(gpus) + " GPU(s) visible" : "requested";
     c.max_world = gpus;
     c.default_world = gpus;
-    c.default_model = "llama2-7b";
+    c.default_model = default_job(c.name, gpus).models;
     return c;
   }
   c.name = "host";

@@ -15,8 +15,21 @@ struct BackendChoice {
   std::string why;   // e.g. "auto: no GPU visible (CUDA backend not built)"
   int max_world = 1024;
   int default_world = 2;
-  std::string default_model = "uniform:8x1M";
+  std::string default_model = "uniform:8x1M";  // a --model list: default_job(name, default_world)
 };
+
+/// The default job of a backend: what a run takes for --model, --warmup and --steps left out.
+struct DefaultJob {
+  std::string models;  // a --model list
+  int warmup = 1;
+  int steps = 3;
+};
+
+/// The default job on `backend` ("host" or "cuda") with `world_size` ranks (on cuda: the GPUs, one
+/// rank each). cuda with one GPU: the single-GPU reference job of issue 13, uniform:16x64M and
+/// gpt2-xl with 1 warm-up and 2 measured steps, which fits one device's time budget; cuda with
+/// 2+ GPUs: llama2-7b; host: uniform:8x1M (both 1 warm-up + 3 steps). Pure: no GPU is queried.
+DefaultJob default_job(const std::string& backend, int world_size);
 
 /// Resolves `requested` (host, cuda, auto). Throws std::runtime_error naming --backend when cuda
 /// was asked for and is not built or has no GPU.

@@ -121,7 +121,37 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
   }
 }
 
+/// --describe-layout prints one layout: --model (exactly one value) and --config-dir (where its
+/// name is found) are all it reads, so any other flag would be silently ignored: refuse it.
+void check_describe_layout(const CLI::App& app, const BenchOptions& o) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || opt->get_lnames().empty()) continue;
+    const std::string name = "--" + opt->get_lnames().front();
+    if (name != "--describe-layout" && name != "--model" && name != "--config-dir")
+      throw CliError("--describe-layout takes only --model (and --config-dir): it prints a layout "
+                     "and exits, so " +
+                     name + " would be ignored; leave it out");
+  }
+  if (o.benchmark_args.size() > 1)
+    throw CliError("--describe-layout takes only --model (and --config-dir): leave out " +
+                   brief(o.benchmark_args[1]));
+  if (o.models.empty())
+    throw CliError("--describe-layout needs --model: give the layout to describe, e.g. "
+                   "--describe-layout --model gpt2");
+  const std::vector<std::string> models = split_list(o.models, "--model");
+  if (models.size() != 1)
+    throw CliError("--describe-layout: --model takes exactly one value here, got " +
+                   std::to_string(models.size()) + " (" + brief(joined(models)) +
+                   "); run it once per model");
+}
+
 }  // namespace
+
+std::vector<std::string> model_dirs(const BenchOptions& o) {
+  std::vector<std::string> dirs = o.config_dirs;
+  dirs.emplace_back(SHARDACCUM_CONFIG_DIR);
+  return dirs;
+}
 
 bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.benchmark_args = {argv[0]};
@@ -162,7 +192,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
            "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
-           "backend, llama2-7b on cuda");
+           "backend, llama2-7b on cuda with 2+ GPUs, and on one GPU (world size 1) the "
+           "single-GPU reference job uniform:16x64M,gpt2-xl (with --warmup 1 --steps 2 unless "
+           "given)");
   add_list(app, "--world-size", o.world_sizes,
            "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
@@ -191,7 +223,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option("--warmup", warmup_s, "Unmeasured steps before the measured ones")
       ->capture_default_str()
       ->type_name("INT");
-  app.add_option("--steps", steps_s, "Measured steps per case")
+  app.add_option("--steps", steps_s,
+                 "Measured steps per case (2 in the one-GPU default job, see --model)")
       ->capture_default_str()
       ->type_name("INT");
   app.add_option("--check", o.check,
@@ -251,6 +284,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_flag("--list", o.list, "List the cases that would run, then exit");
   app.add_flag("--describe-registry", o.describe_registry,
                "Print the registry (axis values, presets, canonical schedules) as JSON, then exit");
+  app.add_flag("--describe-layout", o.describe_layout,
+               "With --model M (one value): print its layout as JSON (units, their parameters' "
+               "names, shapes and offsets; schema shardaccum.layout/1), then exit. No backend");
 
   check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
   const size_t our_args = ours.size();  // app.parse consumes the vector
@@ -266,6 +302,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.describe_registry && (our_args > 1 || o.benchmark_args.size() > 1))
     throw CliError("--describe-registry takes no other flag: it prints what this binary registers "
                    "and exits (run it alone)");
+  if (o.describe_layout) check_describe_layout(app, o);
+  o.warmup_given = app.count("--warmup") > 0;
+  o.steps_given = app.count("--steps") > 0;
   o.k_given = app.count("--k") > 0;
   o.k =
       static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,
@@ -333,10 +372,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
 MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
                         int max_world) {
   MatrixAxes a;
-  std::vector<std::string> dirs = o.config_dirs;
-  dirs.emplace_back(SHARDACCUM_CONFIG_DIR);
+  const std::vector<std::string> dirs = model_dirs(o);
+  // The default may be a list too (the one-GPU default job: bench/backend_select.hpp).
   const auto models =
-      o.models.empty() ? std::vector<std::string>{default_model} : split_list(o.models, "--model");
+      split_list(o.models.empty() ? std::vector<std::string>{default_model} : o.models, "--model");
   for (const auto& m : models) {
     try {
       a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));

@@ -19,12 +19,15 @@ struct BenchOptions {
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto
   int warmup = 1, steps = 3;
+  bool warmup_given = false,
+       steps_given = false;     // on the command line: the default job keeps them
   std::string check = "every";  // --check every|last: the measured steps the oracle checks
   std::string gen = "dyadic";
   uint64_t seed = 0x5a5a;
   int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
+  bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit
   std::string cupti = "on";
   std::string trace;              // --trace FILE.json: the built-in trace; empty: none
   int trace_steps = 0;            // --trace-steps N: measured steps traced per case; 0: all
@@ -44,8 +47,13 @@ struct CliError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Parses argv. Returns false when --help was printed (exit 0). Throws CliError.
+/// Parses argv. Returns false when --help was printed (exit 0). Throws CliError; with
+/// --describe-layout, for any flag other than --model and --config-dir, and for a --model that is
+/// absent or not exactly one value.
 bool parse_cli(int argc, char** argv, BenchOptions& out);
+
+/// Where `--model` names are looked up: every --config-dir, then the shipped bench/configs.
+std::vector<std::string> model_dirs(const BenchOptions& o);
 
 /// Resolves the axes (loads layouts, parses schedules and dtypes, expands `all`) for a backend
 /// whose default model and world size are given. Throws CliError naming the flag.

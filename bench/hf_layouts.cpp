@@ -4,8 +4,19 @@
 
 namespace shardaccum::layout_detail {
 
-// GPT2LMHeadModel (transformers/models/gpt2/modeling_gpt2.py): Conv1D layers carry biases,
-// LayerNorms carry weight and bias, lm_head is tied to wte unless tie_word_embeddings is false.
+namespace {
+
+/// Appends `unit` to `layout`, keeping the layout's total under the limit.
+void push_unit(Layout& layout, uint64_t& total, const Counter& c, FlatParam unit) {
+  total = c.add(total, unit.numel);
+  layout.units.push_back(std::move(unit));
+}
+
+}  // namespace
+
+// GPT2LMHeadModel (transformers/models/gpt2/modeling_gpt2.py): Conv1D layers carry biases and
+// store weights as [in, out], LayerNorms carry weight and bias, lm_head is tied to wte unless
+// tie_word_embeddings is false. Params in named_parameters() order: block = ln_1, attn, ln_2, mlp.
 Layout layout_gpt2(const json& cfg, std::string name, std::string_view source) {
   Counter c(source);
   const uint64_t d = required_dim(cfg, "n_embd", source);
@@ -15,35 +26,45 @@ Layout layout_gpt2(const json& cfg, std::string name, std::string_view source) {
   const uint64_t inner = optional_dim(cfg, "n_inner", c.mul(4, d), source);
   const bool tied = optional_flag(cfg, "tie_word_embeddings", true, source);
 
-  const uint64_t layer_norm = c.mul(2, d);                            // weight + bias
-  const uint64_t c_attn = c.add(c.mul(d, c.mul(3, d)), c.mul(3, d));  // qkv: d -> 3d
-  const uint64_t attn_proj = c.add(c.mul(d, d), d);                   // d -> d
-  const uint64_t c_fc = c.add(c.mul(d, inner), inner);                // d -> inner
-  const uint64_t mlp_proj = c.add(c.mul(inner, d), d);                // inner -> d
-  const uint64_t block =
-      c.add(c.add(c.add(c.mul(2, layer_norm), c_attn), attn_proj), c.add(c_fc, mlp_proj));
-  const uint64_t embed = c.add(c.mul(vocab, d), c.mul(positions, d));
-
-  Layout layout{std::move(name), {}};
+  Layout layout{std::move(name), {}, "gpt2"};
   layout.units.reserve(layers + 3);
-  layout.units.push_back({"wte+wpe", embed});
-  uint64_t total = embed;
+  uint64_t total = 0;
+  push_unit(layout, total, c,
+            UnitBuilder(c, "wte+wpe")
+                .add("transformer.wte.weight", {vocab, d})
+                .add("transformer.wpe.weight", {positions, d})
+                .take());
   for (uint64_t i = 0; i < layers; ++i) {
-    total = c.add(total, block);
-    layout.units.push_back({"h." + std::to_string(i), block});
+    const std::string p = "transformer.h." + std::to_string(i) + ".";
+    push_unit(layout, total, c,
+              UnitBuilder(c, "h." + std::to_string(i))
+                  .add(p + "ln_1.weight", {d})
+                  .add(p + "ln_1.bias", {d})
+                  .add(p + "attn.c_attn.weight", {d, c.mul(3, d)})  // qkv: d -> 3d
+                  .add(p + "attn.c_attn.bias", {c.mul(3, d)})
+                  .add(p + "attn.c_proj.weight", {d, d})
+                  .add(p + "attn.c_proj.bias", {d})
+                  .add(p + "ln_2.weight", {d})
+                  .add(p + "ln_2.bias", {d})
+                  .add(p + "mlp.c_fc.weight", {d, inner})
+                  .add(p + "mlp.c_fc.bias", {inner})
+                  .add(p + "mlp.c_proj.weight", {inner, d})
+                  .add(p + "mlp.c_proj.bias", {d})
+                  .take());
   }
-  total = c.add(total, layer_norm);
-  layout.units.push_back({"ln_f", layer_norm});
-  if (!tied) {
-    const uint64_t head = c.mul(vocab, d);  // nn.Linear(n_embd, vocab_size, bias=False)
-    c.add(total, head);
-    layout.units.push_back({"lm_head", head});
-  }
+  push_unit(layout, total, c,
+            UnitBuilder(c, "ln_f")
+                .add("transformer.ln_f.weight", {d})
+                .add("transformer.ln_f.bias", {d})
+                .take());
+  if (!tied)  // nn.Linear(n_embd, vocab_size, bias=False)
+    push_unit(layout, total, c, UnitBuilder(c, "lm_head").add("lm_head.weight", {vocab, d}).take());
   return layout;
 }
 
 // LlamaForCausalLM / MistralForCausalLM (transformers/models/{llama,mistral}/modeling_*.py):
 // RMSNorm has a weight only; q/k/v/o carry biases iff attention_bias, the MLP iff mlp_bias.
+// nn.Linear stores weights as [out, in]. Layer order: self_attn, mlp, input/post norms.
 Layout layout_llama(const json& cfg, std::string name, std::string_view source) {
   Counter c(source);
   const uint64_t d = required_dim(cfg, "hidden_size", source);
@@ -74,30 +95,33 @@ Layout layout_llama(const json& cfg, std::string name, std::string_view source) 
 
   const uint64_t q_out = c.mul(heads, head_dim);
   const uint64_t kv_out = c.mul(kv_heads, head_dim);
-  auto linear = [&](uint64_t in, uint64_t out, bool bias) {
-    return c.add(c.mul(in, out), bias ? out : 0);
-  };
-  const uint64_t attn =
-      c.add(c.add(linear(d, q_out, attn_bias), c.mul(2, linear(d, kv_out, attn_bias))),
-            linear(q_out, d, attn_bias));
-  const uint64_t mlp = c.add(c.mul(2, linear(d, inter, mlp_bias)), linear(inter, d, mlp_bias));
-  const uint64_t block = c.add(c.add(attn, mlp), c.mul(2, d));  // input + post-attention norms
-  const uint64_t embed = c.mul(vocab, d);
+  const std::string family = cfg.at("model_type").get<std::string>();  // llama or mistral
 
-  Layout layout{std::move(name), {}};
+  Layout layout{std::move(name), {}, family};
   layout.units.reserve(layers + 3);
-  layout.units.push_back({"embed_tokens", embed});
-  uint64_t total = embed;
+  uint64_t total = 0;
+  push_unit(layout, total, c,
+            UnitBuilder(c, "embed_tokens").add("model.embed_tokens.weight", {vocab, d}).take());
   for (uint64_t i = 0; i < layers; ++i) {
-    total = c.add(total, block);
-    layout.units.push_back({"layers." + std::to_string(i), block});
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    UnitBuilder u(c, "layers." + std::to_string(i));
+    auto linear = [&](const std::string& module, uint64_t in, uint64_t out, bool bias) {
+      u.add(p + module + ".weight", {out, in});
+      if (bias) u.add(p + module + ".bias", {out});
+    };
+    linear("self_attn.q_proj", d, q_out, attn_bias);
+    linear("self_attn.k_proj", d, kv_out, attn_bias);
+    linear("self_attn.v_proj", d, kv_out, attn_bias);
+    linear("self_attn.o_proj", q_out, d, attn_bias);
+    linear("mlp.gate_proj", d, inter, mlp_bias);
+    linear("mlp.up_proj", d, inter, mlp_bias);
+    linear("mlp.down_proj", inter, d, mlp_bias);
+    u.add(p + "input_layernorm.weight", {d}).add(p + "post_attention_layernorm.weight", {d});
+    push_unit(layout, total, c, u.take());
   }
-  total = c.add(total, d);
-  layout.units.push_back({"norm", d});
-  if (!tied) {
-    c.add(total, embed);  // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
-    layout.units.push_back({"lm_head", embed});
-  }
+  push_unit(layout, total, c, UnitBuilder(c, "norm").add("model.norm.weight", {d}).take());
+  if (!tied)  // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
+    push_unit(layout, total, c, UnitBuilder(c, "lm_head").add("lm_head.weight", {vocab, d}).take());
   return layout;
 }
 

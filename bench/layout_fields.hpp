@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bench/model_layouts.hpp"
 
@@ -53,6 +55,29 @@ class Counter {
                       " elements; check the sizes in the config");
   }
   std::string_view source_;
+};
+
+/// Builds one unit parameter by parameter, in named_parameters() order: each param's offset is
+/// the running sum, and the unit's numel their total (products and sums checked by the Counter).
+class UnitBuilder {
+ public:
+  UnitBuilder(const Counter& c, std::string unit_name) : c_(c) {
+    unit_.name = std::move(unit_name);
+  }
+
+  UnitBuilder& add(std::string name, std::vector<uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n = c_.mul(n, d);
+    unit_.params.push_back({std::move(name), std::move(shape), unit_.numel});
+    unit_.numel = c_.add(unit_.numel, n);
+    return *this;
+  }
+  /// The unit; the builder is left empty.
+  FlatParam take() { return std::move(unit_); }
+
+ private:
+  const Counter& c_;
+  FlatParam unit_;
 };
 
 }  // namespace shardaccum::layout_detail

@@ -2,6 +2,7 @@
 
 #include "bench/hf_layouts.hpp"
 #include "bench/layout_fields.hpp"
+#include "bench/list_params.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -40,9 +41,9 @@ Layout layout_from_units(const json& units, std::string name, std::string_view s
                      std::to_string(kMaxLayoutUnits));
   }
   Counter count(source);
-  Layout layout{std::move(name), {}};
+  Layout layout{std::move(name), {}, "list"};
   layout.units.reserve(units.size());
-  std::set<std::string> seen;
+  std::set<std::string> seen, param_names;
   uint64_t total = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const json& u = units[i];
@@ -66,7 +67,8 @@ Layout layout_from_units(const json& units, std::string name, std::string_view s
     const uint64_t numel = positive_value(
         *ne, source, "numel of unit \"" + brief_text(unit_name) + "\"", kMaxLayoutNumel);
     total = count.add(total, numel);
-    layout.units.push_back({std::move(unit_name), numel});
+    std::vector<Param> params = list_unit_params(u, unit_name, numel, param_names, source);
+    layout.units.push_back({std::move(unit_name), numel, std::move(params)});
   }
   return layout;
 }
@@ -159,9 +161,17 @@ Layout layout_uniform(std::string_view spec) {
                    " elements; use a smaller COUNT or NUMEL");
   }
 
-  Layout layout{std::string(spec), {}};
+  // One weight per unit, as a Linear(8192, NUMEL/8192) would hold it when NUMEL allows.
+  constexpr uint64_t kRows = 8192;
+  const std::vector<uint64_t> shape = numel % kRows == 0
+                                          ? std::vector<uint64_t>{kRows, numel / kRows}
+                                          : std::vector<uint64_t>{numel};
+  Layout layout{std::string(spec), {}, "uniform"};
   layout.units.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) layout.units.push_back({"unit" + std::to_string(i), numel});
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string unit = "unit" + std::to_string(i);
+    layout.units.push_back({unit, numel, {{unit + ".weight", shape, 0}}});
+  }
   return layout;
 }
 

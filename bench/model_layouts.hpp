@@ -9,6 +9,11 @@
 //                             (lm_head omitted when tie_word_embeddings is true)
 // The GPT-2 token and position embeddings form one unit because they run together at the start of
 // the forward pass, as the Llama family's single embedding unit does.
+//
+// Each unit also lists its parameters (FlatParam::params: Hugging Face named_parameters() names
+// and shapes, offsets the running sum): a uniform unit is one `unit{i}.weight` of shape
+// [8192, NUMEL/8192] when 8192 divides NUMEL, else [NUMEL]; a layout list unit one
+// `{name}.weight` of shape [numel] unless it gives "params"; configs give the model's tensors.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,7 +56,8 @@ Layout load_layout(std::string_view spec, const std::vector<std::string>& config
 ///  - a layout list: `{"name": "...", "units": [{"name": "...", "numel": N}, ...]}` or a bare
 ///    array `[{"name": ..., "numel": ...}, ...]`. The optional top-level "name" is used only when
 ///    `name` is empty. Unit names must be non-empty and unique; numel must be an integer in
-///    [1, kMaxLayoutNumel].
+///    [1, kMaxLayoutNumel]. A unit may give `"params": [{"name": ..., "shape": [...]}, ...]`
+///    (bench/list_params.hpp): shapes that sum to its numel, names unique within the layout.
 ///  - a Hugging Face `config.json` with `model_type` "gpt2" (n_embd, n_layer, vocab_size,
 ///    n_positions; n_inner null or absent = 4*n_embd), or "llama" / "mistral" (hidden_size,
 ///    intermediate_size, num_hidden_layers, num_attention_heads, vocab_size; optional

@@ -5,7 +5,10 @@
 #include <map>
 #include <set>
 
+#include "bench/cli_values.hpp"
 #include "bench/exit_codes.hpp"
+#include "bench/layout_json.hpp"
+#include "bench/model_layouts.hpp"
 #include "bench/multiprocess_setup.hpp"
 #include "strategies/oracle.hpp"
 #include "strategies/registry_json.hpp"
@@ -38,6 +41,21 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
   }
 }
 
+void apply_default_job(BenchOptions& opts, BackendChoice& choice) {
+  const DefaultJob job = default_job(choice.name, choice.default_world);
+  choice.default_model = job.models;
+  if (!opts.models.empty()) return;  // the user's models: the user's (or the usual) step counts
+  if (!opts.warmup_given) opts.warmup = job.warmup;
+  if (!opts.steps_given) opts.steps = job.steps;
+}
+
+/// --describe-layout: the one --model value's layout as JSON on stdout; no backend, no GPU.
+void print_layout(const BenchOptions& opts) {
+  const std::string spec = split_list(opts.models, "--model").front();
+  std::cout << layout_json(load_layout(spec, model_dirs(opts)), spec).dump(2) << std::endl;
+  if (!std::cout) throw RunFailure("--describe-layout: cannot write to stdout");
+}
+
 std::optional<RunSetup> resolve_run(int argc, char** argv) {
   RunSetup s;
   try {
@@ -48,9 +66,14 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
       if (!std::cout) throw RunFailure("--describe-registry: cannot write to stdout");
       return std::nullopt;
     }
+    if (s.opts.describe_layout) {  // a tool asks for a model's tensors: before any backend work
+      print_layout(s.opts);
+      return std::nullopt;
+    }
     s.choice = choose_backend(s.opts.backend);
     s.launch = resolve_launcher(s.opts.launcher);
     s.rendezvous = setup_launch(s.opts, s.launch, s.choice);
+    apply_default_job(s.opts, s.choice);
     const MatrixAxes axes =
         resolve_axes(s.opts, s.choice.default_model, s.choice.default_world, s.choice.max_world);
     check_launch_world_sizes(axes, s.launch);

@@ -34,6 +34,11 @@ struct RunSetup {
 /// that named the bad input, from "rank N: " on a rank other than 0.
 std::optional<RunSetup> resolve_run(int argc, char** argv);
 
+/// Applies the backend's default job (default_job of `choice`'s backend and default world size,
+/// which a multi-process launch has fixed) to what the command line left out: the default models
+/// in `choice`, and, when --model was not given, its --warmup and --steps unless they were.
+void apply_default_job(BenchOptions& opts, BackendChoice& choice);
+
 /// Checks before any work that every case can be judged and told apart. Throws CliError naming
 /// the flag: no case, two layouts of one name, a case listed twice, or a dtype/gen/K/world size
 /// whose oracle bound is too loose to tell a lost micro-batch from rounding.
