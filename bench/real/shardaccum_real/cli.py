@@ -121,6 +121,10 @@ def parse(argv: list) -> Options:
             raise UsageError(f"--offload '{o}': give cpu, none or all")
     if a.device not in ("cuda", "cpu"):
         raise UsageError(f"--device '{a.device}': give cuda or cpu")
+    if a.system == "fsdp1" and a.device == "cpu":
+        # torch/distributed/fsdp/_init_utils.py _init_device_handle: FSDP1 refuses a CPU-only machine.
+        raise UsageError("--device cpu with --system fsdp1: FSDP1 needs an accelerator (torch's FSDP1 "
+                         "_init_device_handle refuses the CPU); use --device cuda, or --system fsdp2 on the CPU")
     out = a.out or f"real-{a.system}.json"
     if not Path(out).resolve().parent.is_dir():
         raise UsageError(f"--out {out}: its folder does not exist; create it first")
