@@ -289,6 +289,10 @@ def canned_trace():
         _x("cuda_runtime", "cudaMemcpyAsync", 250, 5, tid=2, correlation=12),
         _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 260, 100, tid=8, correlation=12, bytes=8),
         _x("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 270, 100, tid=8, correlation=13, bytes=99999),
+        # a runtime call recorded on another thread, linked by External id to its aten op in the range
+        _x("cpu_op", "aten::copy_", 1320, 20, **{"External id": 77}),
+        _x("cuda_runtime", "cudaMemcpyAsync", 1325, 5, tid=3, correlation=14, **{"External id": 77}),
+        _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 1330, 500, tid=8, correlation=14, bytes=32),
         {"ph": "i", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "ts": 1, "args": {"bytes": 5}},
     ]
     return ev
@@ -296,8 +300,8 @@ def canned_trace():
 
 def test_trace_attribution_on_a_canned_step():
     got = trace.analyse(canned_trace())
-    assert got["d2h_bytes"] == 400 + 400 + 64 and got["d2h_pageable_bytes"] == 400
-    assert got["d2h_ms"] == pytest.approx(7.5) and got["h2d_bytes"] == 0 and got["h2d_ms"] == 0
+    assert got["d2h_bytes"] == 400 + 400 + 64 + 32 and got["d2h_pageable_bytes"] == 400 + 32
+    assert got["d2h_ms"] == pytest.approx(8.0) and got["h2d_bytes"] == 0 and got["h2d_ms"] == 0
     assert got["param_h2d_bytes"] == 1000 + 2000 and got["param_h2d_ms"] == pytest.approx(3.0)
     assert got["param_d2h_bytes"] == 8
     assert got["reduce_scatter_ms"] == pytest.approx(1.5) and got["all_gather_ms"] == pytest.approx(0.5)

@@ -2,8 +2,9 @@
 canned traces without torch.
 
 Attribution: a GPU memcpy carries the correlation id of the runtime call that issued it
-(cudaMemcpyAsync, on the CPU thread that ran the FSDP hook); the innermost FSDP record_function range
-around that call on that thread decides its kind: a post-backward range (GRAD_RANGES) makes it gradient
+(cudaMemcpyAsync, on the CPU thread that ran the FSDP hook), and that call the External id of the aten
+op (aten::copy_) that made it, when there is one; the innermost FSDP record_function range
+around that op (else the call) on its thread decides its kind: a post-backward range (GRAD_RANGES) makes it gradient
 traffic; anything else (all-gather copy-in, prefetch, pre-forward/pre-backward) parameter traffic.
 Device->pinned and device->pageable come apart by the memcpy's name ("Memcpy DtoH (Device -> Pinned)")."""
 
@@ -52,6 +53,7 @@ def analyse(events: list) -> dict:
     ranges: dict = {}     # (pid, tid) -> [(start, end, name)] of FSDP user annotations
     runtime: dict = {}    # correlation -> (pid, tid, ts) of runtime calls
     launches: dict = {}   # (pid, tid) -> sorted ts of runtime calls (kernel launches and copies)
+    ops: dict = {}        # External id -> (pid, tid, ts) of the aten op that made the runtime call
     adds, memcpys, kernels = [], [], []
     for e in events:
         if e.get("ph") != "X":
@@ -61,14 +63,19 @@ def analyse(events: list) -> dict:
         if cat == "user_annotation" and name.startswith(FSDP_PREFIXES):
             ranges.setdefault(where, []).append((ts, ts + dur, name))
         elif cat in ("cuda_runtime", "cuda_driver"):
-            runtime[e.get("args", {}).get("correlation")] = (where, ts)
+            args = e.get("args", {})
+            runtime[args.get("correlation")] = (where, ts, args.get("External id"))
             launches.setdefault(where, []).append(ts)
         elif cat == "gpu_memcpy":
             memcpys.append(e)
         elif cat == "kernel":
             kernels.append(e)
-        elif cat == "cpu_op" and name == "aten::add_":
-            adds.append((where, ts, dur))
+        elif cat == "cpu_op":
+            ext = e.get("args", {}).get("External id")
+            if ext is not None:
+                ops[ext] = (where, ts)
+            if name == "aten::add_":
+                adds.append((where, ts, dur))
     for v in ranges.values():
         v.sort()
     for v in launches.values():
@@ -83,6 +90,8 @@ def analyse(events: list) -> dict:
         if not (d2h or h2d):
             continue
         call = runtime.get(args.get("correlation"))
+        if call is not None and call[2] in ops:  # the issuing aten op's thread and time, where it has one
+            call = ops[call[2]]
         inner = _innermost_fsdp(ranges.get(call[0], []), call[1]) if call else None
         grad = inner is not None and _is_grad_range(inner)
         nbytes, ms = int(args.get("bytes", 0)), float(m.get("dur", 0)) / 1e3

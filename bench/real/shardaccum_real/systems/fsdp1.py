@@ -1,7 +1,7 @@
 """FSDP1 (FullyShardedDataParallel): FULL_SHARD with one FSDP wrap per layout unit (ModuleWrapPolicy)
 under a root wrap, CPUOffload(offload_params=True) for offload cpu, MixedPrecision from the dtype plan,
 no_sync() for n micro-batches. At world size 1 FSDP1 switches FULL_SHARD to NO_SHARD
-(_init_utils.py _init_process_group_state / sharding strategy clamp); the settings record what ran."""
+(torch/distributed/fsdp/_init_utils.py _init_core_state); the settings record what ran."""
 
 from __future__ import annotations
 
@@ -36,10 +36,11 @@ class FSDP1:
         self.units = [m for m in FSDP.fsdp_modules(self.module) if isinstance(m.module, UnitModule)]
         if len(self.units) != len(workload.units):
             raise RuntimeError(f"fsdp1: {len(self.units)} unit wraps for {len(workload.units)} layout units")
-        ran = {m.sharding_strategy.name for m in self.units}
-        note = " (FSDP1 switches FULL_SHARD to NO_SHARD at world size 1)" if "NO_SHARD" in ran else ""
+        ran = ",".join(sorted({m.sharding_strategy.name for m in self.units}))
+        strategy = ("NO_SHARD at world size 1 (FSDP1 switches FULL_SHARD to NO_SHARD)" if ran == "NO_SHARD"
+                    else ran)
         self._settings = {"api": "FullyShardedDataParallel, ModuleWrapPolicy per unit + root",
-                          "sharding_strategy": "FULL_SHARD requested; ran " + ",".join(sorted(ran)) + note,
+                          "sharding_strategy": strategy, "sharding_strategy_requested": "FULL_SHARD",
                           "backward_prefetch": BACKWARD_PREFETCH.name, "forward_prefetch": FORWARD_PREFETCH,
                           "use_orig_params": False,
                           "mixed_precision": None if mp is None else {"param_dtype": plan.param_dtype,
