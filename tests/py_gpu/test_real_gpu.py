@@ -13,8 +13,9 @@ Expectations, from the torch 2.11 sources:
   (non_blocking, grad None), every later one blocking into a fresh pageable tensor (to_accumulate_grad),
   so d2h_pageable_bytes = (s - 1) * P * 4. FSDP1 offload: _cpu_grad.copy_ into pinned memory per S:
   s * P * 4, none pageable. Offload none: no gradient D2H. No gradient H2D anywhere.
-- parameter H2D with offload: at least one copy of every parameter per micro-batch (the forward's
-  unshard), none without offload."""
+- parameter H2D with offload: FSDP2 copies every parameter at each unshard (FSDPParam.all_gather_inputs:
+  at least once a micro-batch); FSDP1 at least once a step; without offload none. (When gradient D2H
+  reads 0 and param_d2h_bytes the expected bytes, the attribution to post-backward ranges failed.)"""
 
 from __future__ import annotations
 
@@ -80,12 +81,12 @@ def _common(doc: dict, system: str) -> None:
     for (s, o), b in _by(doc).items():
         assert b["k"] == 4 and b["world_size"] == 1 and b["iterations"] == 2, b["name"]
         assert b["h2d_bytes"] == 0, b["name"]
-        assert b["peak_device_bytes"] >= b["device_baseline_bytes"] > 0, b["name"]
+        assert b["peak_device_bytes"] >= b["device_baseline_bytes"] >= 0 and b["peak_device_bytes"] > 0, b["name"]
         assert "accum_cost_a_ms" in b and "accum_cost_b_ms" in b, b["name"]
         if o == "cpu":
-            assert b["param_h2d_bytes"] >= 4 * P * 4 and b["peak_pinned_bytes"] >= P * 4, b["name"]
-        else:
-            assert b["d2h_bytes"] == 0 and b["param_h2d_bytes"] == 0, b["name"]
+            assert b["param_h2d_bytes"] >= P * 4 and b["peak_pinned_bytes"] >= P * 4, b["name"]
+        else:  # no gradient copies, no parameter copies (at most stray small transfers)
+            assert b["d2h_bytes"] == 0 and b["param_h2d_bytes"] < P, b["name"]
 
 
 def test_fsdp2_world1(fsdp2):
@@ -93,7 +94,8 @@ def test_fsdp2_world1(fsdp2):
     for (s, o), b in _by(fsdp2).items():
         assert b["correct"] == 1 and b["label"] == "real fsdp2; correct", b["name"]
         if o == "cpu":
-            assert b["d2h_bytes"] == SCHEDULES[s] * P * 4, b["name"]
+            assert b["param_h2d_bytes"] >= 4 * P * 4, b["name"]  # each forward's unshard copies every parameter
+            assert b["d2h_bytes"] == SCHEDULES[s] * P * 4, (b["name"], b["d2h_bytes"], b["param_d2h_bytes"])
             assert b["d2h_pageable_bytes"] == (SCHEDULES[s] - 1) * P * 4, b["name"]
             assert b["cpu_add_ms"] > 0 if SCHEDULES[s] > 1 else b["cpu_add_ms"] == 0, b["name"]
 
@@ -106,7 +108,8 @@ def test_fsdp1_world1(fsdp1):
         wrong = o == "cpu" and SCHEDULES[s] > 1
         assert b["correct"] == (0 if wrong else 1), b["name"]
         if o == "cpu":
-            assert b["d2h_bytes"] == SCHEDULES[s] * P * 4 and b["d2h_pageable_bytes"] == 0, b["name"]
+            assert b["d2h_bytes"] == SCHEDULES[s] * P * 4, (b["name"], b["d2h_bytes"], b["param_d2h_bytes"])
+            assert b["d2h_pageable_bytes"] == 0, b["name"]
     assert math.isclose(_by(fsdp1)[("SSSS", "cpu")]["max_rel_err"], math.sqrt(0.75), rel_tol=0.05)
 
 

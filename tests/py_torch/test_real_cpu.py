@@ -11,11 +11,12 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from conftest import FIX, REAL, FakeGen
-from shardaccum_real import cases, cli, dtypes, layout, runner
-from shardaccum_real.model import StepState, Workload
+torch = pytest.importorskip("torch")  # CI has no torch: everything here skips there
+
+from conftest import FIX, REAL, FakeGen  # noqa: E402
+from shardaccum_real import cases, cli, dtypes, layout, runner  # noqa: E402
+from shardaccum_real.model import StepState, Workload  # noqa: E402
 
 TINY = layout.load_file(str(FIX / "layout_tiny_multi.json"))
 
