@@ -109,11 +109,10 @@ def analyse(events: list) -> dict:
             out["param_d2h_bytes"] += nbytes
     for k in kernels:
         kind = _nccl_kind(k.get("name", ""))
-        if kind is not None:
+        if kind is not None and kind != "other":  # nccl_ms is the sum of the three (spec C)
             ms = float(k.get("dur", 0)) / 1e3
             out["nccl_ms"] += ms
-            if kind != "other":
-                out[f"{kind}_ms"] += ms
+            out[f"{kind}_ms"] += ms
     for where, ts, dur in adds:
         inner = _innermost_fsdp(ranges.get(where, []), ts)
         if inner is None or not _is_grad_range(inner):
