@@ -20,7 +20,7 @@ FIX = ROOT / "tests" / "fixtures" / "real"
 if str(REAL) not in sys.path:
     sys.path.insert(0, str(REAL))
 
-from shardaccum_real import cases, cli, dtypes, launch, layout, output, schedule, trace  # noqa: E402
+from shardaccum_real import cases, dtypes, launch, layout, output, schedule, trace  # noqa: E402
 
 
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

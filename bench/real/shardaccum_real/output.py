@@ -24,8 +24,9 @@ class OutputError(Exception):
 def entry(case, counters: dict, iterations: int = 0, cpu_time_ms: float | None = None,
           error: str | None = None) -> dict:
     """One benchmark entry: iterations = measured steps, real_time = step_ms, cpu_time = host CPU ms of
-    the process per step (0 when absent, as Google Benchmark needs the key). `counters` holds COUNTERS keys only (finite numbers; None = not measured and
-    dropped); an `error` makes the entry error_occurred with that message. Raises OutputError."""
+    the process per step (0 when absent, as Google Benchmark needs the key). `counters` holds COUNTERS
+    keys only (finite numbers; None = not measured and dropped); an `error` makes the entry
+    error_occurred with that message. Raises OutputError."""
     e = {"name": case.name, "family_index": 0, "per_family_instance_index": 0, "run_name": case.name,
          "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1, "time_unit": "ms"}
     base = {"k": len(case.schedule), "world_size": case.world, "tokens": case.tokens}

@@ -40,7 +40,8 @@ def init_distributed(opts, ln) -> torch.device:
         if not torch.cuda.is_available():
             raise RuntimeError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False); "
                                "use --device cpu for the development mode")
-        device = torch.device("cuda", ln.local_rank if ln.local_rank is not None else ln.rank % torch.cuda.device_count())
+        local = ln.local_rank if ln.local_rank is not None else ln.rank % torch.cuda.device_count()
+        device = torch.device("cuda", local)
         torch.cuda.set_device(device)
         backend = "nccl"
     else:

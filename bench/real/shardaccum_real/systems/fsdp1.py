@@ -26,8 +26,8 @@ class FSDP1:
         mp = None
         if plan.param_dtype or plan.reduce_dtype:
             mp = MixedPrecision(param_dtype=DTYPES.get(plan.param_dtype), reduce_dtype=DTYPES.get(plan.reduce_dtype))
-        kw = dict(sharding_strategy=ShardingStrategy.FULL_SHARD, cpu_offload=CPUOffload(offload_params=offload == "cpu"),
-                  mixed_precision=mp, auto_wrap_policy=ModuleWrapPolicy({UnitModule}),
+        kw = dict(sharding_strategy=ShardingStrategy.FULL_SHARD,
+                  cpu_offload=CPUOffload(offload_params=offload == "cpu"), mixed_precision=mp, auto_wrap_policy=ModuleWrapPolicy({UnitModule}),
                   backward_prefetch=BACKWARD_PREFETCH, forward_prefetch=FORWARD_PREFETCH, use_orig_params=False)
         if device.type == "cuda":
             kw["device_id"] = device
@@ -74,7 +74,8 @@ class FSDP1:
             valid = g.numel() - int(getattr(fp, "_shard_numel_padded", 0))
             first = rank * g.numel() if self.world > 1 and m.sharding_strategy != ShardingStrategy.NO_SHARD else 0
             if fp._unpadded_unsharded_size.numel() != unit.numel:
-                raise RuntimeError(f"fsdp1: unit {unit.name}: flat numel {fp._unpadded_unsharded_size.numel()} != {unit.numel}")
+                raise RuntimeError(f"fsdp1: unit {unit.name}: flat numel "
+                                   f"{fp._unpadded_unsharded_size.numel()} != {unit.numel}")
             if valid > 0:
                 out.append((unit.index, first, g[:valid]))
         return out
