@@ -307,3 +307,16 @@ def test_trace_attribution_on_a_canned_step():
     assert got["reduce_scatter_ms"] == pytest.approx(1.5) and got["all_gather_ms"] == pytest.approx(0.5)
     assert got["all_reduce_ms"] == pytest.approx(0.25) and got["nccl_ms"] == pytest.approx(2.25)
     assert got["cpu_add_ms"] == pytest.approx(0.25)
+
+
+def test_context_settings_and_time_domain():
+    from shardaccum_real import cli, context
+    merged = context.merge_settings([("fsdp2", {"reshard_after_forward": True, "offload_policy": "a"}),
+                                     ("fsdp2", {"reshard_after_forward": True, "offload_policy": "b"})])
+    assert merged == {"fsdp2": {"reshard_after_forward": True, "offload_policy": ["a", "b"]}}
+    opts = cli.parse(["--system", "fsdp2", "--device", "cpu", "--out", "/tmp/x.json"])
+    ctx = context.build(opts, 1, {"torch_version": "2.11.0"}, "lib.so", {"m": "file"}, [], "map", "allocated_bytes.peak")
+    assert ctx["time_domain"].startswith("host wall-clock") and ctx["profiled_steps"] == "0"
+    assert ctx["backend"] == "real" and ctx["tf32"] == "off" and ctx["torch_version"] == "2.11.0"
+    assert ctx["pinned_stat_key"] == "torch.cuda.memory.host_memory_stats()['allocated_bytes.peak']"
+    json.dumps(ctx, allow_nan=False)
