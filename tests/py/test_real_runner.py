@@ -320,3 +320,14 @@ def test_context_settings_and_time_domain():
     assert ctx["backend"] == "real" and ctx["tf32"] == "off" and ctx["torch_version"] == "2.11.0"
     assert ctx["pinned_stat_key"] == "torch.cuda.memory.host_memory_stats()['allocated_bytes.peak']"
     json.dumps(ctx, allow_nan=False)
+
+
+def test_describe_runs_the_binary_and_reports_its_failure(tmp_path):
+    bench = tmp_path / "fake_bench"
+    doc = FIX / "layout_tiny_multi.json"
+    bench.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = '--describe-layout --model tiny-multi' ] && exec cat {doc}\n"
+                     "echo \"--model $3: unknown model\" >&2; exit 2\n")
+    bench.chmod(0o755)
+    assert layout.describe(str(bench), "tiny-multi").units[1].params[2].name == "blk1.proj.bias"
+    with pytest.raises(layout.LayoutError, match="exited 2: --model nope: unknown model"):
+        layout.describe(str(bench), "nope")

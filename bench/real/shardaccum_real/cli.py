@@ -12,6 +12,7 @@ from . import dtypes, schedule
 from .cases import OFFLOADS, SYSTEMS
 
 EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_BENCH = Path(__file__).resolve().parents[3] / "build" / "bench" / "shardaccum_bench"
 
 DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 on the suite's layouts, gradients, schedules and oracle
 (issue 13; bench/real/README.md). One process runs every case of one --system: plain (world 1) or under
@@ -78,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", default="1", help="the generator's seed (default 1)")
     p.add_argument("--tokens", default="0", help="T > 0: GEMMs of 2*T*numel forward and 4*T*numel backward FLOPs")
     p.add_argument("--out", default=None, help="the JSON file (default real-SYSTEM.json)")
-    p.add_argument("--bench", default="build/bench/shardaccum_bench", help="shardaccum_bench for --describe-layout")
+    p.add_argument("--bench", default=str(DEFAULT_BENCH), help="shardaccum_bench for --describe-layout "
+                   "(default: build/bench/shardaccum_bench of this checkout)")
     p.add_argument("--layout-json", default="", help="saved describe-layout documents, comma-separated, used "
                    "instead of --bench for the models they describe (their spec)")
     p.add_argument("--device", default="cuda", help="cuda (default), or cpu: a development mode on gloo whose "
