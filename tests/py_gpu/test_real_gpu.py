@@ -119,3 +119,15 @@ def test_fsdp2_tokens_and_bf16(tmp_path_factory):
     assert len(doc["benchmarks"]) == 4
     for b in doc["benchmarks"]:
         assert b["name"].endswith("/dtype:bf16-bf16-fp32/tokens:64") and b["correct"] == 1 and b["tokens"] == 64
+
+
+def test_torchrun_world_1(tmp_path):
+    """The same runner under torchrun (one process): the env launch path on the GPU."""
+    out = tmp_path / "t.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1", str(RUN), "--system", "fsdp2",
+           "--model", "uniform:4x1M", "--layout-json", str(FIX / "layout_uniform4x1M.json"), "--schedule", "SSSS",
+           "--offload", "cpu", "--out", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=dict(os.environ, SHARDACCUM_GEN_LIB=_lib()))
+    assert r.returncode == 0, f"{' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-4000:]}"
+    (b,) = json.loads(out.read_text())["benchmarks"]
+    assert b["correct"] == 1 and b["d2h_bytes"] == 4 * P * 4 and b["d2h_pageable_bytes"] == 3 * P * 4
