@@ -1,0 +1,149 @@
+"""The runner's command line: every flag is validated here, before torch is imported; a bad flag
+exits 2 with a message naming it and the fix (the suite's convention)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import dtypes, schedule
+from .cases import OFFLOADS, SYSTEMS
+
+EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_BENCH = Path(__file__).resolve().parents[3] / "build" / "bench" / "shardaccum_bench"
+
+DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 on the suite's layouts, gradients, schedules and oracle
+(issue 13; bench/real/README.md). One process runs every case of one --system: plain (world 1) or under
+torchrun (srun / mpirun environments are read as well). Each case: --warmup steps, --steps timed
+steps, one profiled step (never timed), then the oracle on every rank's accumulated shard of the last
+measured step. Results: Google Benchmark JSON at --out (strict, written atomically).
+
+Needs torch (2.11; CUDA for --device cuda) and the suite's libshardaccum_gen.so (env
+SHARDACCUM_GEN_LIB, else build/capi/ or build-host/capi/) plus shardaccum_bench --describe-layout
+(--bench, or --layout-json). --help and flag checks need neither torch nor a GPU.
+
+Schedules: canonical names for --k (no-sync = n^(K-1)S, sync = S^K, interleaved-nosync-last (K=4 nSnS),
+interleaved-sync-last (K=4 SnSS)), `all` = the four, or literals of n/S ending in S (their length is K).
+Dtype triples grad-reduce-accum: the model is stored in accum; param_dtype = grad, reduce_dtype =
+reduce (FSDP2 MixedPrecisionPolicy / FSDP1 MixedPrecision). fsdp2 refuses grad != reduce (no-sync
+would accumulate in the reduce dtype); triples other than the suite's (fp32-fp32-fp32,
+bf16-bf16-fp32, bf16-bf16-bf16) are refused; a refused case is written as error_occurred.
+
+At world >= 2 it refuses to start unless NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+NVSHMEM_DISABLE_NVLS=1 are set.
+
+Exit status: 0 the JSON was written and no case errored (a WRONG verdict is a finding, not an error);
+1 the JSON was written and at least one case errored (error_occurred), or the run failed after the
+flags were accepted; 2 bad flags or an unsafe/inconsistent launch environment."""
+
+
+class UsageError(Exception):
+    """A bad flag: the message names it and says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Options:
+    system: str
+    models: list
+    schedules: list   # letters
+    k: int
+    dtypes: list      # dtypes.Triple
+    offloads: list
+    steps: int
+    warmup: int
+    seed: int
+    tokens: int
+    out: str
+    bench: str
+    layout_json: list
+    device: str
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own errors (unknown flag, missing value) also exit 2
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="bench/real/run.py", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--system", required=True, help="fsdp2 (fully_shard) or fsdp1 (FullyShardedDataParallel)")
+    p.add_argument("--model", default="uniform:16x64M", help="layouts, comma-separated (default uniform:16x64M)")
+    p.add_argument("--schedule", default="all", help="schedules, comma-separated, or all (default)")
+    p.add_argument("--k", default="4", help="micro-batches per step for canonical names (default 4)")
+    p.add_argument("--dtype", default="fp32-fp32-fp32", help="grad-reduce-accum triples or all")
+    p.add_argument("--offload", default="cpu,none", help="cpu (pinned CPU offload), none, or all (default cpu,none)")
+    p.add_argument("--steps", default="2", help="measured steps per case (default 2)")
+    p.add_argument("--warmup", default="1", help="warm-up steps per case (default 1)")
+    p.add_argument("--seed", default="1", help="the generator's seed (default 1)")
+    p.add_argument("--tokens", default="0", help="T > 0: GEMMs of 2*T*numel forward and 4*T*numel backward FLOPs")
+    p.add_argument("--out", default=None, help="the JSON file (default real-SYSTEM.json)")
+    p.add_argument("--bench", default=str(DEFAULT_BENCH), help="shardaccum_bench for --describe-layout "
+                   "(default: build/bench/shardaccum_bench of this checkout)")
+    p.add_argument("--layout-json", default="", help="saved describe-layout documents, comma-separated, used "
+                   "instead of --bench for the models they describe (their spec)")
+    p.add_argument("--device", default="cuda", help="cuda (default), or cpu: a development mode on gloo whose "
+                   "times are host times (the JSON's time_domain says so)")
+    return p
+
+
+def _int(text: str, flag: str, lo: int, hi: int | None = None) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise UsageError(f"{flag} '{text}': not an integer") from None
+    if v < lo or (hi is not None and v > hi):
+        raise UsageError(f"{flag} {v}: must be " + (f"in {lo}..{hi}" if hi is not None else f">= {lo}"))
+    return v
+
+
+def _list(text: str, flag: str) -> list:
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise UsageError(f"{flag} '{text}': an empty value; give a comma-separated list")
+    return items
+
+
+def parse(argv: list) -> Options:
+    """Options from argv (without the program name); UsageError naming the flag on any bad value."""
+    a = _parser().parse_args(argv)
+    if a.system not in SYSTEMS:
+        raise UsageError(f"--system '{a.system}': give one of {', '.join(SYSTEMS)}")
+    k = _int(a.k, "--k", 1, schedule.MAX_MICRO_BATCHES)
+    try:
+        scheds = schedule.parse_list(_list(a.schedule, "--schedule"), k)
+        triples = dtypes.parse_list(_list(a.dtype, "--dtype"))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    offloads = _list(a.offload, "--offload")
+    offloads = list(OFFLOADS) if offloads == ["all"] else offloads
+    for o in offloads:
+        if o not in OFFLOADS:
+            raise UsageError(f"--offload '{o}': give cpu, none or all")
+    if a.device not in ("cuda", "cpu"):
+        raise UsageError(f"--device '{a.device}': give cuda or cpu")
+    if a.system == "fsdp1" and a.device == "cpu":
+        # torch/distributed/fsdp/_init_utils.py _init_device_handle: FSDP1 refuses a CPU-only machine.
+        raise UsageError("--device cpu with --system fsdp1: FSDP1 needs an accelerator (torch's FSDP1 "
+                         "_init_device_handle refuses the CPU); use --device cuda, or --system fsdp2 on the CPU")
+    out = a.out or f"real-{a.system}.json"
+    if not Path(out).resolve().parent.is_dir():
+        raise UsageError(f"--out {out}: its folder does not exist; create it first")
+    layouts = _list(a.layout_json, "--layout-json") if a.layout_json else []
+    for f in layouts:
+        if not Path(f).is_file():
+            raise UsageError(f"--layout-json {f}: no such file")
+    return Options(a.system, list(dict.fromkeys(_list(a.model, "--model"))), scheds, k, triples,
+                   list(dict.fromkeys(offloads)), _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0),
+                   _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0), out, a.bench, layouts,
+                   a.device)
+
+
+def parse_or_exit(argv: list) -> Options:
+    """parse(), printing a UsageError on stderr and exiting 2."""
+    try:
+        return parse(argv)
+    except UsageError as e:
+        print(f"bench/real/run.py: {e} (--help lists the flags)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)

@@ -1,0 +1,89 @@
+"""Timed and profiled steps of one case. A step runs the schedule's micro-batches (forward, backward;
+n inside the system's no-sync, S with sync) and ends when the gradients are final on the host: after
+the last backward (whose final callback waits on FSDP's offload events) and a synchronize (and, at
+world >= 2, a barrier, so the step is the slowest rank's). No optimizer. Needs torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import trace
+
+PINNED_STAT_KEY = "allocated_bytes.peak"  # torch.cuda.memory.host_memory_stats(): pinned blocks held
+
+
+def _sync(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def run_step(system, state, schedule: str, step: int, device) -> tuple:
+    """One step; returns (wall ms, process CPU ms). Gradients are set to None before it, untimed."""
+    system.zero_grad()
+    x = torch.ones(1, device=device, requires_grad=True)
+    _sync(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for mb, letter in enumerate(schedule):
+        state.step, state.mb = step, mb
+        with system.micro_batch(letter == "S"):
+            system.module(x).sum().backward()
+    _sync(device)
+    return (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
+
+
+def timed_steps(system, state, schedule: str, first_step: int, warmup: int, steps: int, device, progress) -> dict:
+    """warmup untimed steps, then `steps` timed ones (step indices first_step...); the step counters,
+    cpu_time and the memory peaks over the measured steps (CUDA only: absent on the CPU)."""
+    for i in range(warmup):
+        ms, _ = run_step(system, state, schedule, first_step + i, device)
+        progress(f"warm-up step {i + 1}/{warmup}: {ms:.1f} ms")
+    system.zero_grad()
+    out: dict = {}
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        out["device_baseline_bytes"] = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        torch.cuda.memory.reset_peak_host_memory_stats()
+    times, cpus = [], []
+    for i in range(steps):
+        ms, cpu = run_step(system, state, schedule, first_step + warmup + i, device)
+        times.append(ms)
+        cpus.append(cpu)
+        progress(f"step {i + 1}/{steps}: {ms:.1f} ms")
+    if device.type == "cuda":
+        out["peak_device_bytes"] = torch.cuda.max_memory_allocated(device)
+        pinned = torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY)
+        if pinned is not None:
+            out["peak_pinned_bytes"] = int(pinned)
+    out.update(step_ms=statistics.fmean(times), step_ms_median=statistics.median(times), step_ms_min=min(times),
+               step_ms_max=max(times))
+    return {"counters": out, "cpu_time_ms": statistics.fmean(cpus), "last_step": first_step + warmup + steps - 1}
+
+
+def profiled_step(system, state, schedule: str, step: int, device) -> dict:
+    """One more step under torch.profiler (never timed): trace.analyse of its Kineto events. CUDA only
+    ({} on the CPU: there are no device copies or kernels to attribute)."""
+    if device.type != "cuda":
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run_step(system, state, schedule, step, device)
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as f:
+            events = json.load(f).get("traceEvents", [])
+    finally:
+        os.unlink(path)
+    return trace.analyse(events)
