@@ -104,6 +104,8 @@ for part in "$@"; do
     ;;
   realtests)
     step "real systems' GPU tests: pytest tests/py_gpu"
+    # The GPU machines may lack pytest: scripts/prepare_device_deps.sh puts it in .deps/pytest/site.
+    python3 -c 'import pytest' 2>/dev/null || export PYTHONPATH="$PWD/.deps/pytest/site${PYTHONPATH:+:$PYTHONPATH}"
     timeout 300 python3 -m pytest tests/py_gpu -q -x -p no:cacheprovider >"$OUT/real_gpu_tests.log" 2>&1
     echo "rc=$?"; tail -15 "$OUT/real_gpu_tests.log"
     ;;
