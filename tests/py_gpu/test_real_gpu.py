@@ -78,6 +78,9 @@ def _common(doc: dict, system: str) -> None:
     ctx = doc["context"]
     assert ctx["backend"] == "real" and ctx["time_domain"].endswith("GPU time") and ctx["gpu"] != ""
     assert ctx["pinned_stat_key"].endswith("['allocated_bytes.peak']") and system in json.loads(ctx["systems"])
+    for off in ("cpu", "none"):  # a case must not leave its memory to the next (FSDP1's hooks keep objects alive)
+        base = {b["device_baseline_bytes"] for (s, o), b in _by(doc).items() if o == off}
+        assert len(base) == 1, f"{system} offload {off}: device_baseline_bytes differ across cases: {sorted(base)}"
     for (s, o), b in _by(doc).items():
         assert b["k"] == 4 and b["world_size"] == 1 and b["iterations"] == 2, b["name"]
         assert b["h2d_bytes"] == 0, b["name"]

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from . import cases as cases_mod
-from . import context, dtypes, launch as launch_mod, layout as layout_mod, measure, output
+from . import context, dtypes, launch as launch_mod, layout as layout_mod, measure, output, trace
 from .model import StepState, Workload
 
 DYADIC = 0  # the generator's mode (capi/shardaccum_gen.h GenMode): exact sums, see docs/DESIGN.md §5
@@ -97,10 +97,15 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
         correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, system.pieces(rank)),
                                               world)
         counters = dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound)
-        counters.update(measure.profiled_step(system, state, case.schedule, step + 1, device))
+        profiled = measure.profiled_step(system, state, case.schedule, step + 1, device)
+        sources = profiled.pop(trace.SOURCES_KEY, {})
+        if sources:
+            _progress("  gradient H2D by range > op: " + ", ".join(f"{k}: {v} B" for k, v in sources.items()))
+        counters.update(profiled)
         return counters, t["cpu_time_ms"]
     finally:
         system.zero_grad()
+        measure.release_storage(system.module)
         del system, wl
         gc.collect()
         if device.type == "cuda":

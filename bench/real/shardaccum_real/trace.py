@@ -20,6 +20,9 @@ GRAD_RANGES = ("FSDP::post_backward_accumulate", "FSDP::post_backward_reshard", 
 # Ranges inside which copies are parameter traffic even when nested in a post-backward range: FSDP1 runs
 # its backward prefetch (an unshard: H2D of offloaded parameters) inside _post_backward_hook.
 FSDP_PREFIXES = ("FSDP::", "FullyShardedDataParallel.")
+# analyse()'s key for where the gradient H2D bytes came from ({"range > aten op": bytes}): for the log,
+# not a counter (the runner pops it).
+SOURCES_KEY = "_grad_h2d_sources"
 
 
 def _is_grad_range(name: str) -> bool:
@@ -73,7 +76,7 @@ def analyse(events: list) -> dict:
         elif cat == "cpu_op":
             ext = e.get("args", {}).get("External id")
             if ext is not None:
-                ops[ext] = (where, ts)
+                ops[ext] = (where, ts, name)
             if name == "aten::add_":
                 adds.append((where, ts, dur))
     for v in ranges.values():
@@ -84,14 +87,17 @@ def analyse(events: list) -> dict:
     out = {k: 0 for k in ("d2h_bytes", "h2d_bytes", "d2h_pageable_bytes", "param_h2d_bytes", "param_d2h_bytes")}
     out.update({k: 0.0 for k in ("d2h_ms", "h2d_ms", "param_h2d_ms", "reduce_scatter_ms", "all_gather_ms",
                                  "all_reduce_ms", "nccl_ms", "cpu_add_ms")})
+    sources: dict = {}  # "range > aten op" -> bytes of gradient H2D (printed by the runner, not a counter)
     for m in memcpys:
         name, args = m.get("name", ""), m.get("args", {})
         d2h, h2d = "DtoH" in name, "HtoD" in name
         if not (d2h or h2d):
             continue
         call = runtime.get(args.get("correlation"))
+        op = "runtime call"
         if call is not None and call[2] in ops:  # the issuing aten op's thread and time, where it has one
             call = ops[call[2]]
+            op = call[2]
         inner = _innermost_fsdp(ranges.get(call[0], []), call[1]) if call else None
         grad = inner is not None and _is_grad_range(inner)
         nbytes, ms = int(args.get("bytes", 0)), float(m.get("dur", 0)) / 1e3
@@ -102,6 +108,8 @@ def analyse(events: list) -> dict:
         elif grad:
             out["h2d_bytes"] += nbytes
             out["h2d_ms"] += ms
+            where_from = f"{inner.split(' (')[0]} > {op}"
+            sources[where_from] = sources.get(where_from, 0) + nbytes
         elif h2d:
             out["param_h2d_bytes"] += nbytes
             out["param_h2d_ms"] += ms
@@ -120,4 +128,5 @@ def analyse(events: list) -> dict:
         calls = launches.get(where, [])
         if bisect_right(calls, ts + dur) == bisect_right(calls, ts):  # launched nothing: a CPU add
             out["cpu_add_ms"] += dur / 1e3
+    out[SOURCES_KEY] = sources
     return out
