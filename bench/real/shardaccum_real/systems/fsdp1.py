@@ -12,14 +12,16 @@ from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, MixedPrecision,
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
+
 from ..model import UnitModule
+from .base import System
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 BACKWARD_PREFETCH = BackwardPrefetch.BACKWARD_PRE  # FSDP1's default, passed explicitly
 FORWARD_PREFETCH = False
 
 
-class FSDP1:
+class FSDP1(System):
     """The workload under FullyShardedDataParallel; with offload the workload must be built on the CPU."""
 
     def __init__(self, workload, plan, offload: str, device: torch.device, world: int):
@@ -51,12 +53,6 @@ class FSDP1:
     def micro_batch(self, sync: bool):
         return contextlib.nullcontext() if sync else self.module.no_sync()
 
-    def zero_grad(self) -> None:
-        for p in self.module.parameters():
-            p.grad = None
-
-    def settings(self) -> dict:
-        return dict(self._settings)
 
     def pieces(self, rank: int) -> list:
         """This rank's accumulated gradient as (unit index, first unit element, 1-D tensor) pieces: the

@@ -10,11 +10,13 @@ import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
+from .base import System
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 RESHARD_AFTER_FORWARD = True  # fully_shard's default, passed explicitly so the JSON states what ran
 
 
-class FSDP2:
+class FSDP2(System):
     """The workload under fully_shard. `device` is the compute device; the workload is built there."""
 
     def __init__(self, workload, plan, offload: str, device: torch.device, world: int):
@@ -41,12 +43,6 @@ class FSDP2:
         self.module.set_requires_gradient_sync(sync)
         return contextlib.nullcontext()
 
-    def zero_grad(self) -> None:
-        for p in self.module.parameters():
-            p.grad = None
-
-    def settings(self) -> dict:
-        return dict(self._settings)
 
     def pieces(self, rank: int) -> list:
         """This rank's accumulated gradient as (unit index, first unit element, 1-D tensor) pieces: each
