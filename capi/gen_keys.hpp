@@ -7,6 +7,7 @@
 
 #include "capi/shardaccum_gen.h"
 #include "common/gradient_gen.hpp"
+#include "common/shard_check.hpp"
 
 namespace shardaccum::capi {
 
@@ -42,23 +43,15 @@ inline OracleKey oracle_key(const sa_oracle_key& k, uint64_t first) {
 }
 
 /// Folds element j (value v in fp64) into the sums of sa_compare_*: common/shard_check.hpp's
-/// check_element less its padding term (a caller such as FSDP owns its padding, so a nonzero
-/// padding value is an error against e = 0 there, not a count of its own).
+/// check_element, with its padding term turned into error (a caller such as FSDP owns its padding,
+/// so a nonzero padding value is an error against e = 0 there, not a count of its own).
 template <class Count>
 SA_HD inline void compare_element(const OracleKey& key, const uint64_t* prefixes, uint64_t j,
                                   double v, double& err_norm2, double& ref_norm2,
                                   Count& nonfinite) {
-  const double e = expected_value(key, prefixes, j);
-#if defined(__CUDA_ARCH__)
-  const bool finite = isfinite(v);
-#else
-  const bool finite = std::isfinite(v);
-#endif
-  if (!finite)
-    ++nonfinite;
-  else
-    err_norm2 += (v - e) * (v - e);
-  ref_norm2 += e * e;
+  Count bad_padding = 0;
+  check_element(key, prefixes, j, v, err_norm2, ref_norm2, nonfinite, bad_padding);
+  if (bad_padding != 0) err_norm2 += v * v;  // (v - e)^2 with e = 0 in the padding
 }
 
 }  // namespace shardaccum::capi
