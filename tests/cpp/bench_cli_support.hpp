@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,24 @@ inline CliResult run_bench_cli(const std::string& env, const std::string& args) 
   std::filesystem::remove(err);
   r.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return r;
+}
+
+/// shardaccum_bench's stdout and exit code (stderr discarded), for commands that print a document.
+struct StdoutResult {
+  int rc = -1;      // the exit code; -1 when killed by a signal or not started
+  std::string out;  // everything written to stdout
+};
+
+inline StdoutResult run_bench_stdout(const std::string& args) {
+  const std::string cmd = std::string("'") + SHARDACCUM_BENCH_EXE + "' " + args + " 2>/dev/null";
+  StdoutResult c;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return c;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) c.out.append(buf, n);
+  const int st = pclose(p);
+  c.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return c;
 }
 
 }  // namespace shardaccum::testing

@@ -16,23 +16,8 @@
 namespace shardaccum {
 namespace {
 
-struct Captured {
-  int rc = -1;
-  std::string out;
-};
-
-/// Runs shardaccum_bench with `args` (pasted into a shell command); its stdout and exit code.
-Captured run_stdout(const std::string& args) {
-  const std::string cmd = std::string("'") + SHARDACCUM_BENCH_EXE + "' " + args + " 2>/dev/null";
-  Captured c;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return c;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) c.out.append(buf, n);
-  const int st = pclose(p);
-  c.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return c;
-}
+using Captured = testing::StdoutResult;
+Captured run_stdout(const std::string& args) { return testing::run_bench_stdout(args); }
 
 TEST(DescribeLayoutCli, PrintsTheLayoutDocumentOfTheModel) {
   for (const char* spec : {"gpt2", "llama3.1-8b", "uniform:4x1M"}) {

@@ -19,22 +19,8 @@
 namespace shardaccum {
 namespace {
 
-/// shardaccum_bench's stdout and exit code (stderr to /dev/null is not wanted here: 2>&1 apart).
-struct Captured {
-  int rc = -1;
-  std::string out;
-};
-Captured run_stdout(const std::string& args) {
-  const std::string cmd = std::string("'") + SHARDACCUM_BENCH_EXE + "' " + args + " 2>/dev/null";
-  Captured c;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return c;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) c.out.append(buf, n);
-  const int st = pclose(p);
-  c.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return c;
-}
+using Captured = testing::StdoutResult;
+Captured run_stdout(const std::string& args) { return testing::run_bench_stdout(args); }
 
 template <class Registry>
 void expect_registered(const Registry& r, std::initializer_list<const char*> names) {
