@@ -331,3 +331,14 @@ def test_describe_runs_the_binary_and_reports_its_failure(tmp_path):
     assert layout.describe(str(bench), "tiny-multi").units[1].params[2].name == "blk1.proj.bias"
     with pytest.raises(layout.LayoutError, match="exited 2: --model nope: unknown model"):
         layout.describe(str(bench), "nope")
+
+
+def test_device_figures_are_net_of_what_earlier_cases_left():
+    from shardaccum_real.output import net_of_leftover
+    c = {"peak_device_bytes": 9_000, "device_baseline_bytes": 4_000, "d2h_bytes": 123}
+    got = net_of_leftover(c, 3_000)
+    assert got == {"peak_device_bytes": 6_000, "device_baseline_bytes": 1_000, "d2h_bytes": 123,
+                   "device_leftover_bytes": 3_000}
+    assert c["peak_device_bytes"] == 9_000  # the input is not changed
+    assert net_of_leftover(c, None) == c  # on the CPU there is nothing to subtract
+    assert net_of_leftover({"peak_device_bytes": 10}, 0)["device_leftover_bytes"] == 0

@@ -89,6 +89,14 @@ def profiled_step(system, state, schedule: str, step: int, device) -> dict:
     return trace.analyse(events)
 
 
+def device_allocated(device) -> int | None:
+    """torch.cuda.memory_allocated after a synchronize (bytes); None on the CPU."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    return torch.cuda.memory_allocated(device)
+
+
 def release_storage(module) -> None:
     """Frees the memory of a finished case's parameters, gradients and FSDP1 flat-parameter buffers
     (_local_shard, _full_param_padded, _cpu_grad, ...) by resizing their storages to 0, even where the

@@ -13,8 +13,25 @@ from pathlib import Path
 COUNTERS = ("step_ms", "step_ms_median", "step_ms_min", "step_ms_max", "accum_cost_a_ms", "accum_cost_b_ms",
             "d2h_bytes", "h2d_bytes", "d2h_ms", "h2d_ms", "d2h_pageable_bytes", "param_h2d_bytes",
             "param_d2h_bytes", "param_h2d_ms", "reduce_scatter_ms", "all_gather_ms", "all_reduce_ms", "nccl_ms",
-            "cpu_add_ms", "peak_device_bytes", "device_baseline_bytes", "peak_pinned_bytes", "correct",
+            "cpu_add_ms", "peak_device_bytes", "device_baseline_bytes", "device_leftover_bytes",
+            "peak_pinned_bytes", "correct",
             "max_rel_err", "err_bound", "k", "world_size", "tokens")
+
+
+def net_of_leftover(counters: dict, leftover: int | None) -> dict:
+    """The device memory figures of one case net of what earlier cases of the process left allocated
+    (`leftover`, bytes: torch.cuda.memory_allocated before the case built anything; None on the CPU).
+    That memory belongs to dead objects (FSDP1's hooks keep them reachable: bench/real/README.md) and
+    stays constant during the case, so peak - leftover is the case's own peak. The leftover itself is
+    kept as device_leftover_bytes, so nothing is hidden. Returns a new dict."""
+    out = dict(counters)
+    if leftover is None:
+        return out
+    out["device_leftover_bytes"] = leftover
+    for key in ("peak_device_bytes", "device_baseline_bytes"):
+        if out.get(key) is not None:
+            out[key] = max(0, out[key] - leftover)
+    return out
 
 
 class OutputError(Exception):

@@ -81,6 +81,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     state = StepState(opts.seed, rank, world, DYADIC, dmax, lambda n: gen.shard_numel(n, world))
     # FSDP1 with CPUOffload(offload_params=True) expects the module on the CPU (it moves what it shards).
     build_on = torch.device("cpu") if case.system == "fsdp1" and case.offload == "cpu" else device
+    leftover = measure.device_allocated(device)  # what earlier cases left (output.net_of_leftover)
     wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
     system = _system_class(case.system)(wl, plan, case.offload, device, world)
     settings.append((case.system, system.settings()))
@@ -96,7 +97,8 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
 
         correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, system.pieces(rank)),
                                               world)
-        counters = dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound)
+        counters = output.net_of_leftover(dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound),
+                                          leftover)
         profiled = measure.profiled_step(system, state, case.schedule, step + 1, device)
         sources = profiled.pop(trace.SOURCES_KEY, {})
         if sources:
