@@ -98,12 +98,14 @@ def device_allocated(device) -> int | None:
 
 
 def release_storage(module) -> None:
-    """Frees the memory of a finished case's parameters, gradients and FSDP1 flat-parameter buffers
-    (_local_shard, _full_param_padded, _cpu_grad, ...) by resizing their storages to 0, even where the
-    objects stay reachable: FSDP1's post-backward hooks on AccumulateGrad nodes form cycles through C++
-    autograd nodes that gc cannot break, and on one H200 every FSDP1 case left its 4.3 GB of
-    uniform:16x64M on the device for the next case's peak (device_baseline_bytes grew by 4.3 GB a case).
-    Storages that cannot be resized (pinned host blocks of the caching allocator) are left to it."""
+    """Frees a finished case's parameters, gradients and FSDP1 flat-parameter buffers (_local_shard,
+    _full_param_padded, _cpu_grad, ...): their storages resized to 0, then each parameter's __dict__
+    cleared. The second is what frees FSDP1: its FlatParameter keeps the modules that own it
+    (_modules, _param_infos), a cycle through a tensor's __dict__ that Python's gc does not collect
+    (seen with torch 2.11 on the CPU: the flat parameters and their modules stay alive after del and
+    gc.collect(), and are freed once the dict is cleared; tests/py_torch). On one H200 every FSDP1 case
+    had left its 4.3 GB of uniform:16x64M to the next. Storages that cannot be resized (pinned host
+    blocks of the caching allocator) are freed with their objects."""
     seen = set()
 
     def free(t) -> None:
@@ -125,3 +127,4 @@ def release_storage(module) -> None:
         for v in list(vars(p).values()):
             free(v)
         free(p)
+        vars(p).clear()  # breaks FlatParameter -> owning modules -> FlatParameter
