@@ -293,6 +293,11 @@ def canned_trace():
         _x("cpu_op", "aten::copy_", 1320, 20, **{"External id": 77}),
         _x("cuda_runtime", "cudaMemcpyAsync", 1325, 5, tid=3, correlation=14, **{"External id": 77}),
         _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 1330, 500, tid=8, correlation=14, bytes=32),
+        # FSDP2's reduce-scatter copy-in: torch._chunk_cat uploads its block indices (kernel metadata)
+        _x("cpu_op", "aten::_chunk_cat", 682, 16),
+        _x("cpu_op", "aten::copy_", 685, 10, **{"External id": 78}),
+        _x("cuda_runtime", "cudaMemcpyAsync", 690, 3, correlation=15, **{"External id": 78}),
+        _x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 695, 10, tid=7, correlation=15, bytes=16448),
         {"ph": "i", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "ts": 1, "args": {"bytes": 5}},
     ]
     return ev
@@ -304,6 +309,7 @@ def test_trace_attribution_on_a_canned_step():
     assert got["d2h_ms"] == pytest.approx(8.0) and got["h2d_bytes"] == 0 and got["h2d_ms"] == 0
     assert got["param_h2d_bytes"] == 1000 + 2000 and got["param_h2d_ms"] == pytest.approx(3.0)
     assert got["param_d2h_bytes"] == 8
+    assert got["meta_h2d_bytes"] == 16448  # chunk_cat's block indices: neither gradient nor parameter traffic
     assert got["reduce_scatter_ms"] == pytest.approx(1.5) and got["all_gather_ms"] == pytest.approx(0.5)
     assert got["all_reduce_ms"] == pytest.approx(0.25) and got["nccl_ms"] == pytest.approx(2.25)
     assert got["cpu_add_ms"] == pytest.approx(0.25)

@@ -20,6 +20,12 @@ GRAD_RANGES = ("FSDP::post_backward_accumulate", "FSDP::post_backward_reshard", 
 # Ranges inside which copies are parameter traffic even when nested in a post-backward range: FSDP1 runs
 # its backward prefetch (an unshard: H2D of offloaded parameters) inside _post_backward_hook.
 FSDP_PREFIXES = ("FSDP::", "FullyShardedDataParallel.")
+# Ops whose H2D copies inside a post-backward range are kernel metadata, not gradient data: FSDP2's
+# reduce-scatter copy-in (_fsdp_collectives.py foreach_reduce_scatter_copy_in) runs torch._chunk_cat,
+# whose CUDA launch uploads one int64 block index per 2048-byte block (kChunkCatBytesPerBlock = 128 * 16
+# in ATen's chunk_cat) plus per-tensor arrays: numel/64 + a few dozen bytes for fp32, the size measured
+# as "gradient H2D" on one H200 before this rule (reports/h200-reference, bench/real/README.md).
+METADATA_OPS = ("chunk_cat",)
 # analyse()'s key for where the gradient H2D bytes came from ({"range > aten op": bytes}): for the log,
 # not a counter (the runner pops it).
 SOURCES_KEY = "_grad_h2d_sources"
@@ -58,6 +64,7 @@ def analyse(events: list) -> dict:
     launches: dict = {}   # (pid, tid) -> sorted ts of runtime calls (kernel launches and copies)
     ops: dict = {}        # External id -> (pid, tid, ts) of the aten op that made the runtime call
     adds, memcpys, kernels = [], [], []
+    meta_ops: dict = {}   # (pid, tid) -> [(start, end)] of ops whose H2D copies are kernel metadata
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -79,12 +86,15 @@ def analyse(events: list) -> dict:
                 ops[ext] = (where, ts, name)
             if name == "aten::add_":
                 adds.append((where, ts, dur))
+            if any(m in name for m in METADATA_OPS):
+                meta_ops.setdefault(where, []).append((ts, ts + dur))
     for v in ranges.values():
         v.sort()
     for v in launches.values():
         v.sort()
 
-    out = {k: 0 for k in ("d2h_bytes", "h2d_bytes", "d2h_pageable_bytes", "param_h2d_bytes", "param_d2h_bytes")}
+    out = {k: 0 for k in ("d2h_bytes", "h2d_bytes", "d2h_pageable_bytes", "param_h2d_bytes", "param_d2h_bytes",
+                          "meta_h2d_bytes")}
     out.update({k: 0.0 for k in ("d2h_ms", "h2d_ms", "param_h2d_ms", "reduce_scatter_ms", "all_gather_ms",
                                  "all_reduce_ms", "nccl_ms", "cpu_add_ms")})
     sources: dict = {}  # "range > aten op" -> bytes of gradient H2D (printed by the runner, not a counter)
@@ -105,6 +115,8 @@ def analyse(events: list) -> dict:
             out["d2h_bytes"] += nbytes
             out["d2h_ms"] += ms
             out["d2h_pageable_bytes"] += nbytes if "Pageable" in name else 0
+        elif grad and call is not None and any(a <= call[1] <= b for a, b in meta_ops.get(call[0], [])):
+            out["meta_h2d_bytes"] += nbytes  # kernel metadata (chunk_cat's block indices), not gradient
         elif grad:
             out["h2d_bytes"] += nbytes
             out["h2d_ms"] += ms
