@@ -55,7 +55,7 @@ def test_help_needs_no_torch(tmp_path):
     (["--system", "fsdp2", "--model", "a,,b"], "--model"),
     (["--system", "fsdp2", "--out", "/nonexistent/dir/x.json"], "--out"),
     (["--system", "fsdp2", "--layout-json", "/nonexistent.json"], "--layout-json"),
-    (["--system", "fsdp1", "--device", "cpu"], "--device"),
+    (["--system", "fsdp1", "--device", "cpu", "--offload", "cpu,none"], "--offload cpu"),
     (["--system", "fsdp2", "--bogus"], "--bogus"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(tmp_path, args, flag):

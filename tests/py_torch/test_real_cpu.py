@@ -25,8 +25,8 @@ def _opts(*extra):
     return cli.parse(["--system", "fsdp2", "--device", "cpu", "--steps", "2", "--warmup", "1", *extra])
 
 
-def _case(schedule, offload, dtype="fp32-fp32-fp32", tokens=0):
-    return cases.Case("fsdp2", "tiny-multi", 1, schedule, offload, dtype, tokens)
+def _case(schedule, offload, dtype="fp32-fp32-fp32", tokens=0, system="fsdp2"):
+    return cases.Case(system, "tiny-multi", 1, schedule, offload, dtype, tokens)
 
 
 @pytest.mark.parametrize("tokens", [0, 3])
@@ -49,6 +49,15 @@ def test_fsdp2_accumulates_correctly(cpu_device, fake_gen, schedule, offload):
     assert counters["correct"] == 1 and counters["max_rel_err"] == 0.0
     assert counters["step_ms"] > 0 and counters["step_ms_min"] <= counters["step_ms_median"] <= counters["step_ms_max"]
     assert "peak_device_bytes" not in counters and "d2h_bytes" not in counters  # not measured on the CPU
+
+
+@pytest.mark.parametrize("schedule", ["nnnS", "SSSS", "nSnS", "SnSS"])
+def test_fsdp1_accumulates_correctly_without_offload(cpu_device, fake_gen, schedule):
+    """FSDP1 on the CPU (device_id=cpu; NO_SHARD at world 1): its flat parameter's pieces, in the layout's
+    order, hold the accumulated generator values. Offload needs CUDA (pinned memory): the GPU tests."""
+    counters, _ = runner.run_case(_case(schedule, "none", system="fsdp1"), TINY, dtypes.parse("fp32-fp32-fp32"),
+                                  _opts(), fake_gen, cpu_device, 0, 1, [])
+    assert counters["correct"] == 1 and counters["max_rel_err"] == 0.0
 
 
 def test_oracle_sees_an_overwritten_accumulation(cpu_device, fake_gen, monkeypatch):

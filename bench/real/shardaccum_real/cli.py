@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--layout-json", default="", help="saved describe-layout documents, comma-separated, used "
                    "instead of --bench for the models they describe (their spec)")
     p.add_argument("--device", default="cuda", help="cuda (default), or cpu: a development mode on gloo whose "
-                   "times are host times (the JSON's time_domain says so)")
+                   "times are host times (the JSON's time_domain says so); fsdp1 there with --offload none only")
     return p
 
 
@@ -123,10 +123,10 @@ def parse(argv: list) -> Options:
             raise UsageError(f"--offload '{o}': give cpu, none or all")
     if a.device not in ("cuda", "cpu"):
         raise UsageError(f"--device '{a.device}': give cuda or cpu")
-    if a.system == "fsdp1" and a.device == "cpu":
-        # torch/distributed/fsdp/_init_utils.py _init_device_handle: FSDP1 refuses a CPU-only machine.
-        raise UsageError("--device cpu with --system fsdp1: FSDP1 needs an accelerator (torch's FSDP1 "
-                         "_init_device_handle refuses the CPU); use --device cuda, or --system fsdp2 on the CPU")
+    if a.system == "fsdp1" and a.device == "cpu" and "cpu" in offloads:
+        # FSDP1 runs on the CPU with device_id=cpu, but CPUOffload pins host memory, which needs CUDA.
+        raise UsageError("--offload cpu with --system fsdp1 --device cpu: FSDP1's CPUOffload pins host memory, "
+                         "which needs CUDA; give --offload none on the CPU, or --device cuda")
     out = a.out or f"real-{a.system}.json"
     if not Path(out).resolve().parent.is_dir():
         raise UsageError(f"--out {out}: its folder does not exist; create it first")

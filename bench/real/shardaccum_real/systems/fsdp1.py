@@ -31,8 +31,7 @@ class FSDP1(System):
         kw = dict(sharding_strategy=ShardingStrategy.FULL_SHARD,
                   cpu_offload=CPUOffload(offload_params=offload == "cpu"), mixed_precision=mp, auto_wrap_policy=ModuleWrapPolicy({UnitModule}),
                   backward_prefetch=BACKWARD_PREFETCH, forward_prefetch=FORWARD_PREFETCH, use_orig_params=False)
-        if device.type == "cuda":
-            kw["device_id"] = device
+        kw["device_id"] = device  # on the CPU too: without it FSDP1's _init_device_handle refuses the CPU
         self.module = FSDP(workload, **kw)
         self.workload, self.world, self.offload = workload, world, offload
         self.units = [m for m in FSDP.fsdp_modules(self.module) if isinstance(m.module, UnitModule)]
