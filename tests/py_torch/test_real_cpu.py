@@ -154,3 +154,14 @@ def test_torchrun_world_2_shards_odd_shapes_correctly(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     b = json.loads(out.read_text())["benchmarks"]
     assert len(b) == 24 and all(x["correct"] == 1 and "/world:2/" in x["name"] for x in b)
+
+
+def test_run_case_leaves_no_fsdp1_flat_parameter_alive(cpu_device, fake_gen):
+    """What a case allocated must not stay for the next case's peak (measure.release_storage)."""
+    import gc
+    runner.run_case(_case("SSSS", "none", system="fsdp1"), TINY, dtypes.parse("fp32-fp32-fp32"), _opts(), fake_gen,
+                    cpu_device, 0, 1, [])
+    gc.collect()
+    # by type name: FlatParameter's metaclass __instancecheck__ is not safe on every object gc returns
+    alive = [o for o in gc.get_objects() if type(o).__name__ == "FlatParameter"]
+    assert not alive, f"{len(alive)} FSDP1 flat parameters outlived their case"

@@ -100,12 +100,13 @@ def device_allocated(device) -> int | None:
 def release_storage(module) -> None:
     """Frees a finished case's parameters, gradients and FSDP1 flat-parameter buffers (_local_shard,
     _full_param_padded, _cpu_grad, ...): their storages resized to 0, then each parameter's __dict__
-    cleared. The second is what frees FSDP1: its FlatParameter keeps the modules that own it
-    (_modules, _param_infos), a cycle through a tensor's __dict__ that Python's gc does not collect
-    (seen with torch 2.11 on the CPU: the flat parameters and their modules stay alive after del and
-    gc.collect(), and are freed once the dict is cleared; tests/py_torch). On one H200 every FSDP1 case
-    had left its 4.3 GB of uniform:16x64M to the next. Storages that cannot be resized (pinned host
-    blocks of the caching allocator) are freed with their objects."""
+    cleared. The clear breaks a cycle seen with a bare FSDP1 on the CPU (torch 2.11): a FlatParameter
+    keeps the modules that own it (_modules, _param_infos), a cycle through a tensor's __dict__ that gc
+    did not collect (tests/py_torch/test_release_storage.py). On one H200 every FSDP1 case of the runner
+    left its 4.3 GB of uniform:16x64M to the next; the runner's own path on the CPU leaves no flat
+    parameter alive even without the clear, so that cycle is not shown to be the GPU leak's cause
+    (bench/real/README.md). Storages that cannot be resized (pinned host blocks of the caching
+    allocator) are freed with their objects."""
     seen = set()
 
     def free(t) -> None:
