@@ -50,19 +50,25 @@ run_json=${args[0]}
 out_dir=${args[1]}
 [[ -s "$run_json" ]] || SA_DIE_CODE=2 sa_die "RUN.json '$run_json' is missing or empty"
 [[ -x "$bench" ]] || SA_DIE_CODE=2 sa_die "--bench '$bench' is not an executable shardaccum_bench (build it first)"
-mkdir -p "$out_dir"
-
-py=${SHARDACCUM_TORCH_PYTHON:-python3}
-if ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-  sa_say "no CUDA torch in $py (SHARDACCUM_TORCH_PYTHON picks another): the real systems are not run"
-  exit 3
-fi
 
 # The suite run's workload: one line of shell words per setting.
-settings=$("$py" - "$run_json" <<'PYEOF'
+IFS=, read -r -a system_list <<<"$systems"
+for system in "${system_list[@]}"; do
+  [[ "$system" == fsdp2 || "$system" == fsdp1 ]] \
+    || SA_DIE_CODE=2 sa_die "--systems: '$system' is not fsdp2 or fsdp1"
+done
+# The suite run's workload, one line of shell words per setting (any python3: no torch needed here).
+settings=$(python3 - "$run_json" <<'PYEOF'
 import json, shlex, sys
-doc = json.load(open(sys.argv[1]))
-ctx = doc.get("context", {})
+try:
+    doc = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"run_real.sh: error: RUN.json '{sys.argv[1]}' is not readable JSON ({e})")
+ctx = doc.get("context") if isinstance(doc, dict) else None
+names = [b.get("name", "") for b in doc.get("benchmarks", []) if isinstance(b, dict)] if isinstance(doc, dict) else []
+if not isinstance(ctx, dict) or not any(n.startswith("accum/") for n in names):
+    sys.exit(f"run_real.sh: error: RUN.json '{sys.argv[1]}' is not a suite run of shardaccum_bench "
+             "(no context or no accum/ case); give the run.json of scripts/run.sh")
 parts = {"schedule": [], "dtype": []}
 for b in doc.get("benchmarks", []):
     for p in b.get("name", "").split("/"):
@@ -80,14 +86,20 @@ out("steps", ctx.get("measured_steps", "2"))
 out("schedules", ",".join(parts["schedule"]))
 out("dtypes", ",".join(parts["dtype"]))
 PYEOF
-) || sa_die "could not read the settings of '$run_json'"
+) || SA_DIE_CODE=2 sa_die "could not read the settings of '$run_json' (see above)"
 models="" worlds="" k="" seed="" warmup="" steps="" schedules="" dtypes=""
 eval "$settings"
-[[ -n "$models" && -n "$schedules" ]] || sa_die "'$run_json' names no model or no schedule"
+[[ -n "$models" && -n "$schedules" ]] || SA_DIE_CODE=2 sa_die "'$run_json' names no model or no schedule"
+
+py=${SHARDACCUM_TORCH_PYTHON:-python3}
+if ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  sa_say "no CUDA torch in $py (SHARDACCUM_TORCH_PYTHON picks another): the real systems are not run"
+  exit 3
+fi
+mkdir -p "$out_dir"
 
 failed=0
 IFS=, read -r -a world_list <<<"$worlds"
-IFS=, read -r -a system_list <<<"$systems"
 for world in "${world_list[@]}"; do
   for system in "${system_list[@]}"; do
     suffix=""

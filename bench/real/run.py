@@ -33,6 +33,9 @@ def main(argv=None) -> int:
     except (genlib.GenLibError, RuntimeError) as e:  # set-up failures; a case's own failure is recorded
         print(f"bench/real/run.py: {e}", file=sys.stderr)
         return cli.EXIT_CASE_ERROR
+    except KeyboardInterrupt:  # the JSON is written whole at the end or not at all (output.write_atomic)
+        print(f"bench/real/run.py: interrupted; {opts.out} was not written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -348,3 +348,23 @@ def test_device_figures_are_net_of_what_earlier_cases_left():
     assert c["peak_device_bytes"] == 9_000  # the input is not changed
     assert net_of_leftover(c, None) == c  # on the CPU there is nothing to subtract
     assert net_of_leftover({"peak_device_bytes": 10}, 0)["device_leftover_bytes"] == 0
+
+
+def test_files_named_by_flags_are_checked_before_torch(tmp_path):
+    """A broken --layout-json, one that describes none of the models, and an --out that cannot be written
+    are flag errors (exit 2, no traceback), not failures after every case has run."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    good = ROOT / "tests" / "fixtures" / "real" / "layout_uniform4x64K.json"
+    (tmp_path / "adir").mkdir()
+    for args, want in (
+        (["--layout-json", str(bad), "--model", "uniform:4x64K"], "--layout-json"),
+        (["--layout-json", str(good), "--model", "uniform:4x64M"], "no --model names"),
+        (["--out", str(tmp_path / "adir")], "is a folder"),
+        (["--out", ""], "--out ''"),
+        (["--offload", "all,cpu"], "must be alone"),
+    ):
+        r = run_cli(tmp_path, "--system", "fsdp2", *args)
+        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    r = run_cli(tmp_path, "--system", "fsdp2", "--layout-json", str(good), "--model", "uniform:4x64K")
+    assert "torch" in r.stderr and r.returncode == 1  # the flags pass; only torch is missing

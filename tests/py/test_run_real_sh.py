@@ -43,3 +43,16 @@ def test_without_a_cuda_torch_it_says_so_and_exits_3_writing_nothing(tmp_path):
     assert r.returncode == 3, r.stderr
     assert "no CUDA torch" in r.stdout
     assert not list(out.glob("real-*.json"))
+
+
+def test_a_run_json_that_is_not_a_suite_run_is_bad_input_before_torch_is_looked_for(tmp_path):
+    real = ROOT / "reports" / "h200-reference" / "real-fsdp2-gpt2-xl.json"
+    (tmp_path / "nl.json").write_text("\n")
+    (tmp_path / "empty_obj.json").write_text("{}")
+    for run_json, want in ((tmp_path / "nl.json", "not readable JSON"), (tmp_path / "empty_obj.json", "not a suite run"),
+                           (real, "not a suite run")):
+        r = _run("--bench", "/bin/true", str(run_json), str(tmp_path / "out"))
+        assert r.returncode == 2 and want in r.stderr, (run_json, r.stderr)
+    r = _run("--systems", "fsdp3", "--bench", "/bin/true", str(FIXTURE), str(tmp_path / "out"))
+    assert r.returncode == 2 and "'fsdp3'" in r.stderr
+    assert not (tmp_path / "out").exists()  # nothing made for a run that did not start

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import dtypes, schedule
+from . import dtypes, layout, schedule
 from .cases import OFFLOADS, SYSTEMS
 
 EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE = 0, 1, 2
@@ -37,6 +38,22 @@ NVSHMEM_DISABLE_NVLS=1 are set.
 Exit status: 0 the JSON was written and no case errored (a WRONG verdict is a finding, not an error);
 1 the JSON was written and at least one case errored (error_occurred), or the run failed after the
 flags were accepted; 2 bad flags or an unsafe/inconsistent launch environment."""
+
+
+def _check_out(out: str) -> None:
+    """--out must be a file path in a folder this process can write in; checked by creating and removing
+    a probe file there, so that a run never ends with its results unwritable."""
+    p = Path(out)
+    if p.is_dir():
+        raise UsageError(f"--out {out}: is a folder; give a file path such as {p / 'real.json'}")
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"--out {out}: its folder does not exist; create it first")
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=f".{p.name}.", suffix=".probe"):
+            pass
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot write in {parent} ({e.strerror}); choose a writable folder") from None
 
 
 class UsageError(Exception):
@@ -117,6 +134,8 @@ def parse(argv: list) -> Options:
     except ValueError as e:
         raise UsageError(str(e)) from None
     offloads = _list(a.offload, "--offload")
+    if "all" in offloads and len(offloads) > 1:
+        raise UsageError("--offload 'all' must be alone (it means cpu,none)")
     offloads = list(OFFLOADS) if offloads == ["all"] else offloads
     for o in offloads:
         if o not in OFFLOADS:
@@ -127,14 +146,23 @@ def parse(argv: list) -> Options:
         # FSDP1 runs on the CPU with device_id=cpu, but CPUOffload pins host memory, which needs CUDA.
         raise UsageError("--offload cpu with --system fsdp1 --device cpu: FSDP1's CPUOffload pins host memory, "
                          "which needs CUDA; give --offload none on the CPU, or --device cuda")
+    if a.out is not None and not a.out.strip():
+        raise UsageError("--out '': an empty path; give the JSON file to write (default real-SYSTEM.json)")
     out = a.out or f"real-{a.system}.json"
-    if not Path(out).resolve().parent.is_dir():
-        raise UsageError(f"--out {out}: its folder does not exist; create it first")
+    _check_out(out)
+    models = list(dict.fromkeys(_list(a.model, "--model")))
     layouts = _list(a.layout_json, "--layout-json") if a.layout_json else []
     for f in layouts:
         if not Path(f).is_file():
             raise UsageError(f"--layout-json {f}: no such file")
-    return Options(a.system, list(dict.fromkeys(_list(a.model, "--model"))), scheds, k, triples,
+        try:  # parsed here, before torch starts, so a broken file is a flag error
+            spec = layout.load_file(f).spec
+        except layout.LayoutError as e:
+            raise UsageError(str(e)) from None
+        if spec not in models:
+            raise UsageError(f"--layout-json {f}: it describes {spec!r}, which no --model names "
+                             f"({', '.join(models)}); add --model {spec} or leave the file out")
+    return Options(a.system, models, scheds, k, triples,
                    list(dict.fromkeys(offloads)), _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0),
                    _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0), out, a.bench, layouts,
                    a.device)
