@@ -10,6 +10,7 @@
 #   check    the oracle on every measured step against the last only, on 4 cases of the main job
 #   realtests the real systems' GPU tests (pytest tests/py_gpu: FSDP2/FSDP1 through bench/real/)
 #   reference the one-GPU main job, scripts/run.sh --name h200-reference (suite + real systems)
+#   deepspeed DeepSpeed ZeRO-3/ZeRO-2 (ZERO_SYSTEMS) beside it, into reports/h200-reference/
 # e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
 # after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
 # Run from the repository root.
@@ -116,7 +117,34 @@ for part in "$@"; do
       | grep -v '^accum/' | tail -40
     echo "reference job: wall $((SECONDS - s0)) s (the build was done before it)"
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference)"; exit 2 ;;
+  deepspeed)
+    # DeepSpeed beside the reference job: ZERO_SYSTEMS (default "zero3 zero2") on its two layouts, S^K and
+    # n^(K-1)S, offload pinned/pageable/none, with the reference's seed; .deps/deepspeed from
+    # scripts/prepare_deepspeed_deps.sh when the machine has no deepspeed (it has none, and no network).
+    step "DeepSpeed: probe, then ${ZERO_SYSTEMS:-zero3 zero2} on uniform:16x64M and gpt2-xl"
+    { python3 -m pip --version; python3 -c 'import deepspeed' && echo "deepspeed: the machine's own"; } \
+      >"$OUT/deepspeed_probe.log" 2>&1
+    if ! python3 -c 'import deepspeed' 2>/dev/null; then
+      export PYTHONPATH="$PWD/.deps/deepspeed/site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
+    python3 -c 'import deepspeed, torch; from deepspeed.accelerator import get_accelerator as g
+print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerator", g().device_name(), "torch", torch.__version__)' \
+      >>"$OUT/deepspeed_probe.log" 2>&1
+    cat "$OUT/deepspeed_probe.log"
+    D=reports/h200-reference
+    for system in ${ZERO_SYSTEMS:-zero3 zero2}; do
+      for model in uniform:16x64M gpt2-xl; do
+        tag="$system-${model/:/-}"
+        s0=$SECONDS
+        timeout "${ZERO_TIMEOUT:-250}" python3 bench/real/run.py --system "$system" --model "$model" \
+          --schedule SSSS,nnnS --k 4 --dtype fp32-fp32-fp32 --offload all --seed 23130 --warmup 1 --steps 2 \
+          --bench "$B" --out "$D/real-$tag.json" >"$D/real-$tag.log" 2>&1
+        echo "$tag: rc=$? wall $((SECONDS - s0)) s"; grep -E '^\[real\] +(real|error)' "$D/real-$tag.log" | head -8
+        step "$tag"
+      done
+    done
+    ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed)"; exit 2 ;;
   esac
 done
 step "done"

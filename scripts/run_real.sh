@@ -11,19 +11,23 @@ usage() {
   cat <<'EOF'
 usage: scripts/run_real.sh [--systems fsdp2,fsdp1] [--bench PATH] RUN.json OUT_DIR
 
-Runs the real systems (bench/real/run.py: PyTorch FSDP2 and FSDP1) on the workload of a suite run:
-its models, world size, K, schedules, dtypes, seed, warm-up and measured steps (read from RUN.json's
-context and case names), with CPU offload on and off (--offload cpu,none), so that report.py can put
+Runs the real systems (bench/real/run.py: PyTorch FSDP2 and FSDP1; DeepSpeed ZeRO-3 and ZeRO-2 when
+asked, --systems zero3,zero2) on the workload of a suite run: its models, world size, K, schedules,
+dtypes, seed, warm-up and measured steps (read from RUN.json's context and case names), with CPU
+offload on and off (--offload cpu,none; DeepSpeed also cpu-pageable, pin_memory false; it runs only
+S^K and n^(K-1)S and skips the other schedules, saying why), so that report.py can put
 every real case beside the preset that names its system. One process per system (torch starts in
 10-20 s), under torchrun when the world size is above 1. Writes OUT_DIR/real-SYSTEM.json (Google
 Benchmark JSON) and OUT_DIR/real-SYSTEM.log.
 
 options:
-  --systems LIST  the systems to run (default fsdp2,fsdp1)
+  --systems LIST  the systems to run: fsdp2, fsdp1, zero3, zero2 (default fsdp2,fsdp1)
   --bench PATH    shardaccum_bench, for --describe-layout (default build/bench/shardaccum_bench)
   -h, --help      this text
 
-environment: SHARDACCUM_TORCH_PYTHON=PATH is the Python with a CUDA torch (default python3).
+environment: SHARDACCUM_TORCH_PYTHON=PATH is the Python with a CUDA torch (default python3). For
+zero3/zero2 without DeepSpeed there, .deps/deepspeed/site (scripts/prepare_deepspeed_deps.sh) is put
+on PYTHONPATH.
 NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
 
 exit status: 0 every system's JSON written; 1 a system failed (the others' JSON are kept);
@@ -54,8 +58,8 @@ out_dir=${args[1]}
 # The suite run's workload: one line of shell words per setting.
 IFS=, read -r -a system_list <<<"$systems"
 for system in "${system_list[@]}"; do
-  [[ "$system" == fsdp2 || "$system" == fsdp1 ]] \
-    || SA_DIE_CODE=2 sa_die "--systems: '$system' is not fsdp2 or fsdp1"
+  [[ "$system" =~ ^(fsdp2|fsdp1|zero3|zero2)$ ]] \
+    || SA_DIE_CODE=2 sa_die "--systems: '$system' is not fsdp2, fsdp1, zero3 or zero2"
 done
 # The suite run's workload, one line of shell words per setting (any python3: no torch needed here).
 settings=$(python3 - "$run_json" <<'PYEOF'
@@ -96,8 +100,18 @@ if ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
   sa_say "no CUDA torch in $py (SHARDACCUM_TORCH_PYTHON picks another): the real systems are not run"
   exit 3
 fi
+# DeepSpeed (zero3, zero2): the machine's own, else the carried .deps/deepspeed/site
+# (scripts/prepare_deepspeed_deps.sh), else those systems are not run.
+if [[ ",$systems," =~ ,zero[23], ]] && ! "$py" -c 'import deepspeed' >/dev/null 2>&1; then
+  if [[ -d "$SA_ROOT/.deps/deepspeed/site" ]]; then
+    export PYTHONPATH="$SA_ROOT/.deps/deepspeed/site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+fi
 mkdir -p "$out_dir"
 
+# FSDP1's CPUOffload always pins; FSDP2's pageable offload is left out of the default job (its pinned
+# case alone takes ~10 s a step); DeepSpeed's offload_optimizer runs with pin_memory both ways.
+declare -A offloads=([fsdp2]=cpu,none [fsdp1]=cpu,none [zero3]=cpu,cpu-pageable,none [zero2]=cpu,cpu-pageable,none)
 failed=0
 IFS=, read -r -a world_list <<<"$worlds"
 for world in "${world_list[@]}"; do
@@ -111,7 +125,7 @@ for world in "${world_list[@]}"; do
     sa_say "real $system at world size $world: $models, schedules $schedules, K=$k (log: $log)"
     t=$SECONDS
     if "${launch[@]}" "$SA_ROOT/bench/real/run.py" --system "$system" --model "$models" \
-         --schedule "$schedules" --k "$k" --dtype "$dtypes" --offload cpu,none --seed "$seed" \
+         --schedule "$schedules" --k "$k" --dtype "$dtypes" --offload "${offloads[$system]}" --seed "$seed" \
          --warmup "$warmup" --steps "$steps" --bench "$bench" --out "$json" 2>&1 | tee "$log" >&2 \
        && [[ -s "$json" ]]; then
       sa_say "real $system done in $(sa_elapsed "$t"): $json"

@@ -1,4 +1,4 @@
-"""A real system's case (bench/real/run.py, PyTorch FSDP2/FSDP1): its name and its identity.
+"""A real system's case (bench/real/run.py: PyTorch FSDP2/FSDP1, DeepSpeed ZeRO-3/ZeRO-2): its name and its identity.
 
 A name looks like
 ``real/system:fsdp2/model:uniform:16x64M/world:1/schedule:SSSS/offload:cpu/dtype:fp32-fp32-fp32``
@@ -16,7 +16,9 @@ from .registry import Registry
 
 REAL_PREFIX = "real"
 # The runner's offload values (docs/DESIGN.md; bench/real/run.py --offload): not registry values.
-REAL_OFFLOADS = ("cpu", "none")
+# cpu-pageable: offload to pageable host memory (FSDP2 CPUOffloadPolicy(pin_memory=False), DeepSpeed
+# offload_optimizer pin_memory false).
+REAL_OFFLOADS = ("cpu", "cpu-pageable", "none")
 _KEYS = ("system", "model", "world", "schedule", "offload", "dtype")
 _OPTIONAL = ("tokens",)
 

@@ -166,8 +166,9 @@ def test_case_names_and_product():
     assert cases.Case("fsdp1", "gpt2-xl", 2, "nS", "none", "bf16-bf16-fp32", 512).name.endswith(
         "/schedule:nS/offload:none/dtype:bf16-bf16-fp32/tokens:512")
     assert c.baseline("none").name == c.name.replace("SSSS", "nnnS").replace("offload:cpu", "offload:none")
-    p = cases.product("fsdp1", ["a", "b"], 1, ["nnnS", "SSSS"], ["cpu", "none"], ["fp32-fp32-fp32"], 0)
+    p, skipped = cases.product("fsdp1", ["a", "b"], 1, ["nnnS", "SSSS"], ["cpu", "none"], ["fp32-fp32-fp32"], 0)
     assert len(p) == 8 and len({x.name for x in p}) == 8 and p[0].model == "a" and p[1].schedule == "SSSS"
+    assert skipped == []
 
 
 def _results():

@@ -4,6 +4,7 @@ exits 2 with a message naming it and the fix (the suite's convention)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from .cases import OFFLOADS, SYSTEMS
 EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_BENCH = Path(__file__).resolve().parents[3] / "build" / "bench" / "shardaccum_bench"
 
-DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 on the suite's layouts, gradients, schedules and oracle
-(issue 13; bench/real/README.md). One process runs every case of one --system: plain (world 1) or under
+DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 and DeepSpeed ZeRO-3 / ZeRO-2 on the suite's layouts, gradients,
+schedules and oracle (bench/real/README.md). One process runs every case of one --system: plain (world 1) or under
 torchrun (srun / mpirun environments are read as well). Each case: --warmup steps, --steps timed
 steps, one profiled step (never timed), then the oracle on every rank's accumulated shard of the last
 measured step. Results: Google Benchmark JSON at --out (strict, written atomically).
@@ -85,12 +86,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bench/real/run.py", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--system", required=True, help="fsdp2 (fully_shard) or fsdp1 (FullyShardedDataParallel)")
+    p.add_argument("--system", required=True, help="fsdp2 (fully_shard), fsdp1 (FullyShardedDataParallel), "
+                   "zero3 or zero2 (DeepSpeed ZeRO stage 3 / 2, offload_optimizer for --offload cpu*)")
     p.add_argument("--model", default="uniform:16x64M", help="layouts, comma-separated (default uniform:16x64M)")
     p.add_argument("--schedule", default="all", help="schedules, comma-separated, or all (default)")
     p.add_argument("--k", default="4", help="micro-batches per step for canonical names (default 4)")
     p.add_argument("--dtype", default="fp32-fp32-fp32", help="grad-reduce-accum triples or all")
-    p.add_argument("--offload", default="cpu,none", help="cpu (pinned CPU offload), none, or all (default cpu,none)")
+    p.add_argument("--offload", default="cpu,none", help="cpu (CPU offload, pinned), cpu-pageable (pin_memory "
+                   "false: fsdp2, zero3, zero2), none, or all (default cpu,none)")
     p.add_argument("--steps", default="2", help="measured steps per case (default 2)")
     p.add_argument("--warmup", default="1", help="warm-up steps per case (default 1)")
     p.add_argument("--seed", default="1", help="the generator's seed (default 1)")
@@ -135,13 +138,19 @@ def parse(argv: list) -> Options:
         raise UsageError(str(e)) from None
     offloads = _list(a.offload, "--offload")
     if "all" in offloads and len(offloads) > 1:
-        raise UsageError("--offload 'all' must be alone (it means cpu,none)")
+        raise UsageError("--offload 'all' must be alone (it means cpu,cpu-pageable,none)")
     offloads = list(OFFLOADS) if offloads == ["all"] else offloads
     for o in offloads:
         if o not in OFFLOADS:
-            raise UsageError(f"--offload '{o}': give cpu, none or all")
+            raise UsageError(f"--offload '{o}': give cpu, cpu-pageable, none or all")
     if a.device not in ("cuda", "cpu"):
         raise UsageError(f"--device '{a.device}': give cuda or cpu")
+    if a.system == "fsdp1" and "cpu-pageable" in offloads:
+        raise UsageError("--offload cpu-pageable with --system fsdp1: FSDP1's CPUOffload always pins host memory "
+                         "(it has no pin_memory knob); give --offload cpu or none")
+    if a.system in ("zero3", "zero2") and importlib.util.find_spec("deepspeed") is None:
+        raise UsageError(f"--system {a.system} needs deepspeed, which this python cannot import: pip install "
+                         "deepspeed==0.19.8 (for the GPU machines: scripts/prepare_deepspeed_deps.sh, bench/real/README.md)")
     if a.system == "fsdp1" and a.device == "cpu" and "cpu" in offloads:
         # FSDP1 runs on the CPU with device_id=cpu, but CPUOffload pins host memory, which needs CUDA.
         raise UsageError("--offload cpu with --system fsdp1 --device cpu: FSDP1's CPUOffload pins host memory, "

@@ -27,15 +27,18 @@ def _sync(device) -> None:
 
 
 def run_step(system, state, schedule: str, step: int, device) -> tuple:
-    """One step; returns (wall ms, process CPU ms). Gradients are set to None before it, untimed."""
+    """One step; returns (wall ms, process CPU ms). system.zero_grad() runs before it, untimed (FSDP: the
+    gradients set to None; DeepSpeed: the previous boundary's deferred engine.step())."""
     system.zero_grad()
     x = torch.ones(1, device=device, requires_grad=True)
     _sync(device)
     t0, c0 = time.perf_counter(), time.process_time()
-    for mb, letter in enumerate(schedule):
-        state.step, state.mb = step, mb
-        with system.micro_batch(letter == "S"):
-            system.module(x).sum().backward()
+    with system.step_context():
+        for mb, letter in enumerate(schedule):
+            state.step, state.mb = step, mb
+            with system.micro_batch(letter == "S"):
+                system.forward_backward(x)
+            system.end_micro_batch(mb == len(schedule) - 1)
     _sync(device)
     return (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
 
@@ -76,6 +79,7 @@ def profiled_step(system, state, schedule: str, step: int, device) -> dict:
         return {}
     from torch.profiler import ProfilerActivity, profile
 
+    system.zero_grad()  # outside the profile: DeepSpeed's deferred optimizer step runs here
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run_step(system, state, schedule, step, device)
     fd, path = tempfile.mkstemp(suffix=".json")

@@ -53,12 +53,16 @@ def init_distributed(opts, ln) -> torch.device:
     return device
 
 
-def _system_class(name: str):
-    if name == "fsdp2":
+def _make_system(case, wl, plan, device, world: int):
+    """The case's system around the workload (systems/): FSDP2, FSDP1, or DeepSpeed ZeRO-3/ZeRO-2."""
+    if case.system == "fsdp2":
         from .systems.fsdp2 import FSDP2
-        return FSDP2
-    from .systems.fsdp1 import FSDP1
-    return FSDP1
+        return FSDP2(wl, plan, case.offload, device, world)
+    if case.system == "fsdp1":
+        from .systems.fsdp1 import FSDP1
+        return FSDP1(wl, plan, case.offload, device, world)
+    from .systems.zero import Zero
+    return Zero(wl, plan, case.offload, device, world, cases_mod.ZERO_STAGES[case.system], case.schedule)
 
 
 def _merged_verdict(v, world: int):
@@ -83,7 +87,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     build_on = torch.device("cpu") if case.system == "fsdp1" and case.offload == "cpu" else device
     leftover = measure.device_allocated(device)  # what earlier cases left (output.net_of_leftover)
     wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
-    system = _system_class(case.system)(wl, plan, case.offload, device, world)
+    system = _make_system(case, wl, plan, device, world)
     settings.append((case.system, system.settings()))
     try:
         t = measure.timed_steps(system, state, case.schedule, 0, opts.warmup, opts.steps, device, _progress)
@@ -107,6 +111,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
         return counters, t["cpu_time_ms"]
     finally:
         system.zero_grad()
+        system.release()
         measure.release_storage(system.module)
         del system, wl
         gc.collect()
@@ -140,8 +145,10 @@ def run(opts, ln, gen_factory) -> int:
     rank, world = ln.rank, ln.world
     gen = gen_factory()
     layouts, sources = _layouts(opts)
-    all_cases = cases_mod.product(opts.system, opts.models, world, opts.schedules, opts.offloads,
-                                  [t.name for t in opts.dtypes], opts.tokens)
+    all_cases, skipped = cases_mod.product(opts.system, opts.models, world, opts.schedules, opts.offloads,
+                                           [t.name for t in opts.dtypes], opts.tokens)
+    for case, why in skipped:
+        _progress(f"skipped {case.name}: {why}")
     triples = {t.name: t for t in opts.dtypes}
     entries, settings, failed = [], [], 0
     for i, case in enumerate(all_cases):
@@ -167,7 +174,9 @@ def run(opts, ln, gen_factory) -> int:
                  "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "none (--device cpu)"}
         ctx = context.build(opts, world, facts, getattr(gen, "path", "unknown"), sources, settings,
                             dtypes.mapping_text(), measure.PINNED_STAT_KEY)
+        ctx["skipped_cases"] = [{"name": c.name, "reason": why} for c, why in skipped]
         output.write_atomic(opts.out, {"context": ctx, "benchmarks": entries})
-        _progress(f"wrote {opts.out}: {len(entries)} cases, {failed} errored")
+        n = len(entries)
+        _progress(f"wrote {opts.out}: {n} case{'s' if n != 1 else ''}, {failed} errored, {len(skipped)} skipped")
     dist.destroy_process_group()
     return EXIT_CASE_ERROR if failed else EXIT_OK

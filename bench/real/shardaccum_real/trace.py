@@ -12,14 +12,21 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from .systems.zero_config import GRAD_BACKWARD, GRAD_FLUSH
+
 # torch 2.11 record_function names (prefixes: FSDP2 appends " (fqn)"):
 # FSDP2 _fully_shard/_fsdp_param_group.py FSDPParamGroup.post_backward; FSDP1 _runtime_utils.py
 # _post_backward_hook (its D2H is _offload_grad, called inside it).
+# DeepSpeed has no Kineto ranges on that path: systems/zero.py puts its own around engine.backward and the
+# coalesce_grad_reduction() flush (with offload_optimizer the parameters never leave the GPU).
 GRAD_RANGES = ("FSDP::post_backward_accumulate", "FSDP::post_backward_reshard", "FSDP::post_backward_reduce",
-               "FullyShardedDataParallel._post_backward_hook")
+               "FullyShardedDataParallel._post_backward_hook", GRAD_BACKWARD, GRAD_FLUSH)
 # Ranges inside which copies are parameter traffic even when nested in a post-backward range: FSDP1 runs
 # its backward prefetch (an unshard: H2D of offloaded parameters) inside _post_backward_hook.
-FSDP_PREFIXES = ("FSDP::", "FullyShardedDataParallel.")
+FSDP_PREFIXES = ("FSDP::", "FullyShardedDataParallel.", "DeepSpeed::")
+# Ranges that hold for every thread of their process: the runner opens DeepSpeed's on the main thread,
+# while on CUDA the autograd engine runs the backward (and DeepSpeed's gradient hooks) on its own thread.
+PROCESS_WIDE_PREFIXES = ("DeepSpeed::",)
 # Ops whose H2D copies inside a post-backward range are kernel metadata, not gradient data: FSDP2's
 # reduce-scatter copy-in (_fsdp_collectives.py foreach_reduce_scatter_copy_in) runs torch._chunk_cat,
 # whose CUDA launch uploads one int64 block index per 2048-byte block (kChunkCatBytesPerBlock = 128 * 16
@@ -29,6 +36,16 @@ METADATA_OPS = ("chunk_cat",)
 # analyse()'s key for where the gradient H2D bytes came from ({"range > aten op": bytes}): for the log,
 # not a counter (the runner pops it).
 SOURCES_KEY = "_grad_h2d_sources"
+
+
+ANY_THREAD = "*"  # the thread key of PROCESS_WIDE_PREFIXES ranges
+
+
+def _ranges_of(ranges: dict, where: tuple) -> list:
+    """The ranges that hold on thread `where` = (pid, tid): its own and its process's, sorted by start."""
+    wide = ranges.get((where[0], ANY_THREAD), [])
+    own = ranges.get(where, [])
+    return sorted(own + wide) if wide else own
 
 
 def _is_grad_range(name: str) -> bool:
@@ -71,7 +88,8 @@ def analyse(events: list) -> dict:
         cat, name, ts, dur = e.get("cat", ""), e.get("name", ""), float(e.get("ts", 0)), float(e.get("dur", 0))
         where = (e.get("pid"), e.get("tid"))
         if cat == "user_annotation" and name.startswith(FSDP_PREFIXES):
-            ranges.setdefault(where, []).append((ts, ts + dur, name))
+            key = (where[0], ANY_THREAD) if name.startswith(PROCESS_WIDE_PREFIXES) else where
+            ranges.setdefault(key, []).append((ts, ts + dur, name))
         elif cat in ("cuda_runtime", "cuda_driver"):
             args = e.get("args", {})
             runtime[args.get("correlation")] = (where, ts, args.get("External id"))
@@ -108,7 +126,7 @@ def analyse(events: list) -> dict:
         if call is not None and call[2] in ops:  # the issuing aten op's thread and time, where it has one
             call = ops[call[2]]
             op = call[2]
-        inner = _innermost_fsdp(ranges.get(call[0], []), call[1]) if call else None
+        inner = _innermost_fsdp(_ranges_of(ranges, call[0]), call[1]) if call else None
         grad = inner is not None and _is_grad_range(inner)
         nbytes, ms = int(args.get("bytes", 0)), float(m.get("dur", 0)) / 1e3
         if grad and d2h:
@@ -134,7 +152,7 @@ def analyse(events: list) -> dict:
             out["nccl_ms"] += ms
             out[f"{kind}_ms"] += ms
     for where, ts, dur in adds:
-        inner = _innermost_fsdp(ranges.get(where, []), ts)
+        inner = _innermost_fsdp(_ranges_of(ranges, where), ts)
         if inner is None or not _is_grad_range(inner):
             continue
         calls = launches.get(where, [])

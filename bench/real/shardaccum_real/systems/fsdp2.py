@@ -1,5 +1,5 @@
 """FSDP2 (torch.distributed.fsdp.fully_shard): one fully_shard per layout unit and one for the root,
-CPUOffloadPolicy(pin_memory=True) for offload cpu, MixedPrecisionPolicy from the dtype plan, and
+CPUOffloadPolicy(pin_memory=True) for offload cpu (pin_memory=False for cpu-pageable), MixedPrecisionPolicy from the dtype plan, and
 set_requires_gradient_sync per micro-batch. Needs torch."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ class FSDP2(System):
     def __init__(self, workload, plan, offload: str, device: torch.device, world: int):
         mp = MixedPrecisionPolicy(param_dtype=DTYPES.get(plan.param_dtype), reduce_dtype=DTYPES.get(plan.reduce_dtype))
         # --device cpu (development mode) has no pinned memory: there the policy pins nothing, and says so.
-        pin = device.type == "cuda"
-        off = CPUOffloadPolicy(pin_memory=pin) if offload == "cpu" else OffloadPolicy()
+        pin = device.type == "cuda" and offload == "cpu"
+        off = CPUOffloadPolicy(pin_memory=pin) if offload != "none" else OffloadPolicy()
         mesh = init_device_mesh(device.type, (world,))
         kw = dict(mesh=mesh, reshard_after_forward=RESHARD_AFTER_FORWARD, mp_policy=mp, offload_policy=off)
         for unit in workload.units:
@@ -34,7 +34,7 @@ class FSDP2(System):
                           "reshard_after_forward": RESHARD_AFTER_FORWARD,
                           "mp_policy": {"param_dtype": plan.param_dtype, "reduce_dtype": plan.reduce_dtype,
                                         "output_dtype": None, "cast_forward_inputs": True},
-                          "offload_policy": f"CPUOffloadPolicy(pin_memory={pin})" if offload == "cpu"
+                          "offload_policy": f"CPUOffloadPolicy(pin_memory={pin})" if offload != "none"
                           else "OffloadPolicy() (none)",
                           "gradient_sync": "set_requires_gradient_sync(sync) before each micro-batch"}
 
