@@ -28,7 +28,9 @@ step() {
 B=build/bench/shardaccum_bench
 
 step "build"
-cmake --preset default >"$OUT/build.log" 2>&1 && cmake --build build -j "$(nproc)" >>"$OUT/build.log" 2>&1 \
+# BUILD_TARGETS (e.g. "shardaccum_bench shardaccum_gen") builds only those, for parts that need no tests.
+cmake --preset default >"$OUT/build.log" 2>&1 \
+  && cmake --build build -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >>"$OUT/build.log" 2>&1 \
   || { tail -30 "$OUT/build.log"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpus.csv"
 
@@ -132,8 +134,14 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       >>"$OUT/deepspeed_probe.log" 2>&1
     cat "$OUT/deepspeed_probe.log"
     D=reports/h200-reference
-    for system in ${ZERO_SYSTEMS:-zero3 zero2}; do
-      for model in uniform:16x64M gpt2-xl; do
+    # ZERO_CASES="zero2:uniform:16x64M zero3:gpt2-xl" picks system:model pairs instead (a session's share).
+    pairs=${ZERO_CASES:-}
+    if [[ -z "$pairs" ]]; then
+      for system in ${ZERO_SYSTEMS:-zero3 zero2}; do pairs+=" $system:uniform:16x64M $system:gpt2-xl"; done
+    fi
+    for pair in $pairs; do
+      system=${pair%%:*} model=${pair#*:}
+      {
         tag="$system-${model/:/-}"
         s0=$SECONDS
         timeout "${ZERO_TIMEOUT:-250}" python3 bench/real/run.py --system "$system" --model "$model" \
@@ -141,7 +149,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
           --bench "$B" --out "$D/real-$tag.json" >"$D/real-$tag.log" 2>&1
         echo "$tag: rc=$? wall $((SECONDS - s0)) s"; grep -E '^\[real\] +(real|error)' "$D/real-$tag.log" | head -8
         step "$tag"
-      done
+      }
     done
     ;;
   *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed)"; exit 2 ;;

@@ -151,6 +151,24 @@ def run(opts, ln, gen_factory) -> int:
         _progress(f"skipped {case.name}: {why}")
     triples = {t.name: t for t in opts.dtypes}
     entries, settings, failed = [], [], 0
+    facts = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda or "none",
+             "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else "none",
+             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "none (--device cpu)"}
+
+    def write() -> None:
+        """The JSON of the cases done so far, atomically, on rank 0: after every case, so a run killed
+        by a time limit keeps what it finished (context 'partial' says how much)."""
+        if rank != 0:
+            return
+        done = [dict(e) for e in entries]
+        output.add_accum_costs(done, all_cases[:len(done)])
+        ctx = context.build(opts, world, facts, getattr(gen, "path", "unknown"), sources, settings,
+                            dtypes.mapping_text(), measure.PINNED_STAT_KEY)
+        ctx["skipped_cases"] = [{"name": c.name, "reason": why} for c, why in skipped]
+        if len(done) < len(all_cases):
+            ctx["partial"] = f"{len(done)} of {len(all_cases)} cases: the run had not finished"
+        output.write_atomic(opts.out, {"context": ctx, "benchmarks": done})
+
     for i, case in enumerate(all_cases):
         _progress(f"case {i + 1}/{len(all_cases)}: {case.name}")
         lay = layouts[case.model]
@@ -167,15 +185,10 @@ def run(opts, ln, gen_factory) -> int:
                 traceback.print_exc(file=sys.stderr)
             _progress(f"  error: {msg}")
             entries.append(output.entry(case, {}, error=msg[:2000]))
-    output.add_accum_costs(entries, all_cases)
+        if i + 1 < len(all_cases):
+            write()
+    write()
     if rank == 0:
-        facts = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda or "none",
-                 "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else "none",
-                 "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "none (--device cpu)"}
-        ctx = context.build(opts, world, facts, getattr(gen, "path", "unknown"), sources, settings,
-                            dtypes.mapping_text(), measure.PINNED_STAT_KEY)
-        ctx["skipped_cases"] = [{"name": c.name, "reason": why} for c, why in skipped]
-        output.write_atomic(opts.out, {"context": ctx, "benchmarks": entries})
         n = len(entries)
         _progress(f"wrote {opts.out}: {n} case{'s' if n != 1 else ''}, {failed} errored, {len(skipped)} skipped")
     dist.destroy_process_group()
