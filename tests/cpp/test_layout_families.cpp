@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdint>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -71,6 +72,9 @@ const Published kPublished[] = {
     {"gpt2", "gpt2", 124'439'808u, 14, "ln_f"},
     {"gpt2-xl", "gpt2", 1'557'611'200u, 50, "ln_f"},
 };
+
+/// gtest prints a failing case by its config name rather than its bytes.
+void PrintTo(const Published& m, std::ostream* os) { *os << m.config; }
 
 class PublishedTotal : public ::testing::TestWithParam<Published> {};
 
