@@ -190,11 +190,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
               threads_s = std::to_string(o.threads), trace_steps_s = std::to_string(o.trace_steps),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s));
   add_list(app, "--model", o.models,
-           "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), a shipped name (gpt2, gpt2-xl, "
-           "llama2-7b, llama3.1-8b, mistral-7b) or a .json file. Default: uniform:8x1M on the host "
-           "backend, llama2-7b on cuda with 2+ GPUs, and on one GPU (world size 1) the "
-           "single-GPU reference job uniform:16x64M,gpt2-xl (with --warmup 1 --steps 2 unless "
-           "given)");
+           "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
+               model_choices_help({SHARDACCUM_CONFIG_DIR}) +
+               ". Default: uniform:8x1M on the host "
+               "backend, llama2-7b on cuda with 2+ GPUs, and on one GPU (world size 1) the "
+               "single-GPU reference job uniform:16x64M,gpt2-xl (with --warmup 1 --steps 2 unless "
+               "given)");
   add_list(app, "--world-size", o.world_sizes,
            "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")

@@ -62,66 +62,48 @@ Layout layout_gpt2(const json& cfg, std::string name, std::string_view source) {
   return layout;
 }
 
-// LlamaForCausalLM / MistralForCausalLM (transformers/models/{llama,mistral}/modeling_*.py):
-// RMSNorm has a weight only; q/k/v/o carry biases iff attention_bias, the MLP iff mlp_bias.
-// nn.Linear stores weights as [out, in]. Layer order: self_attn, mlp, input/post norms.
-Layout layout_llama(const json& cfg, std::string name, std::string_view source) {
+// GPTNeoXForCausalLM (transformers/models/gpt_neox/modeling_gpt_neox.py; Pythia): LayerNorms with
+// biases, fused query_key_value [3d, d] and dense with biases iff attention_bias (default true),
+// the MLP's dense_h_to_4h / dense_4h_to_h always with biases, embed_out untied unless
+// tie_word_embeddings. GPTNeoXLayer registers its two norms before attention and mlp.
+Layout layout_gpt_neox(const json& cfg, std::string name, std::string_view source) {
   Counter c(source);
   const uint64_t d = required_dim(cfg, "hidden_size", source);
   const uint64_t inter = required_dim(cfg, "intermediate_size", source);
   const uint64_t layers = required_dim(cfg, "num_hidden_layers", source, kMaxLayoutUnits - 3);
-  const uint64_t heads = required_dim(cfg, "num_attention_heads", source);
-  const uint64_t kv_heads = optional_dim(cfg, "num_key_value_heads", heads, source);
   const uint64_t vocab = required_dim(cfg, "vocab_size", source);
-  // Grouped-query attention shares each K/V head among heads / kv_heads query heads.
-  if (kv_heads > heads || heads % kv_heads != 0) {
-    fail(source, "field \"num_key_value_heads\" (" + std::to_string(kv_heads) +
-                     ") must divide field \"num_attention_heads\" (" + std::to_string(heads) +
-                     "); fix one of them");
-  }
-  // transformers uses floor division when head_dim is not given.
-  const json* hd = find_field(cfg, "head_dim");
-  const uint64_t head_dim = hd != nullptr
-                                ? positive_value(*hd, source, "field \"head_dim\"", kMaxLayoutNumel)
-                                : d / heads;
-  if (head_dim == 0) {
-    fail(source, "hidden_size " + std::to_string(d) + " / num_attention_heads " +
-                     std::to_string(heads) +
-                     " gives head_dim 0; set \"head_dim\" or fix the sizes");
-  }
   const bool tied = optional_flag(cfg, "tie_word_embeddings", false, source);
-  const bool attn_bias = optional_flag(cfg, "attention_bias", false, source);
-  const bool mlp_bias = optional_flag(cfg, "mlp_bias", false, source);
+  const bool attn_bias = optional_flag(cfg, "attention_bias", true, source);
 
-  const uint64_t q_out = c.mul(heads, head_dim);
-  const uint64_t kv_out = c.mul(kv_heads, head_dim);
-  const std::string family = cfg.at("model_type").get<std::string>();  // llama or mistral
-
-  Layout layout{std::move(name), {}, family};
+  Layout layout{std::move(name), {}, "gpt_neox"};
   layout.units.reserve(layers + 3);
   uint64_t total = 0;
   push_unit(layout, total, c,
-            UnitBuilder(c, "embed_tokens").add("model.embed_tokens.weight", {vocab, d}).take());
+            UnitBuilder(c, "embed_in").add("gpt_neox.embed_in.weight", {vocab, d}).take());
   for (uint64_t i = 0; i < layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::string p = "gpt_neox.layers." + std::to_string(i) + ".";
     UnitBuilder u(c, "layers." + std::to_string(i));
-    auto linear = [&](const std::string& module, uint64_t in, uint64_t out, bool bias) {
-      u.add(p + module + ".weight", {out, in});
-      if (bias) u.add(p + module + ".bias", {out});
+    auto module = [&](const std::string& m, std::vector<uint64_t> weight, bool bias) {
+      const uint64_t out = weight.front();
+      u.add(p + m + ".weight", std::move(weight));
+      if (bias) u.add(p + m + ".bias", {out});
     };
-    linear("self_attn.q_proj", d, q_out, attn_bias);
-    linear("self_attn.k_proj", d, kv_out, attn_bias);
-    linear("self_attn.v_proj", d, kv_out, attn_bias);
-    linear("self_attn.o_proj", q_out, d, attn_bias);
-    linear("mlp.gate_proj", d, inter, mlp_bias);
-    linear("mlp.up_proj", d, inter, mlp_bias);
-    linear("mlp.down_proj", inter, d, mlp_bias);
-    u.add(p + "input_layernorm.weight", {d}).add(p + "post_attention_layernorm.weight", {d});
+    module("input_layernorm", {d}, true);
+    module("post_attention_layernorm", {d}, true);
+    module("attention.query_key_value", {c.mul(3, d), d}, attn_bias);
+    module("attention.dense", {d, d}, attn_bias);
+    module("mlp.dense_h_to_4h", {inter, d}, true);
+    module("mlp.dense_4h_to_h", {d, inter}, true);
     push_unit(layout, total, c, u.take());
   }
-  push_unit(layout, total, c, UnitBuilder(c, "norm").add("model.norm.weight", {d}).take());
-  if (!tied)  // lm_head: nn.Linear(hidden_size, vocab_size, bias=False)
-    push_unit(layout, total, c, UnitBuilder(c, "lm_head").add("lm_head.weight", {vocab, d}).take());
+  push_unit(layout, total, c,
+            UnitBuilder(c, "final_layer_norm")
+                .add("gpt_neox.final_layer_norm.weight", {d})
+                .add("gpt_neox.final_layer_norm.bias", {d})
+                .take());
+  if (!tied)  // embed_out: nn.Linear(hidden_size, vocab_size, bias=False)
+    push_unit(layout, total, c,
+              UnitBuilder(c, "embed_out").add("embed_out.weight", {vocab, d}).take());
   return layout;
 }
 

@@ -1,6 +1,6 @@
 #include "bench/model_layouts.hpp"
 
-#include "bench/hf_layouts.hpp"
+#include "bench/hf_families.hpp"
 #include "bench/layout_fields.hpp"
 #include "bench/list_params.hpp"
 
@@ -96,12 +96,7 @@ Layout from_json(const json& j, std::string name, std::string_view source) {
                      std::string(kForms));
   }
   if (!mt->is_string()) fail(source, "\"model_type\" must be a string, got " + brief_json(*mt));
-  const std::string type = mt->get<std::string>();
-  if (type == "gpt2") return layout_gpt2(j, std::move(name), source);
-  if (type == "llama" || type == "mistral") return layout_llama(j, std::move(name), source);
-  fail(source, "unsupported model_type \"" + brief_text(type) +
-                   "\"; supported: gpt2, llama, mistral. For another model, write a layout list "
-                   "{\"units\": [{\"name\": ..., \"numel\": ...}]} or use uniform:COUNTxNUMEL");
+  return layout_from_hf_config(j, std::move(name), source);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -178,20 +173,6 @@ Layout layout_uniform(std::string_view spec) {
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-/// Stems of the *.json files in `dirs`, sorted and unique: the names `--model` accepts.
-std::vector<std::string> shipped_names(const std::vector<std::string>& dirs) {
-  std::set<std::string> names;
-  for (const std::string& dir : dirs) {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path& p = it->path();
-      std::error_code ec2;
-      if (p.extension() == ".json" && it->is_regular_file(ec2)) names.insert(p.stem().string());
-    }
-  }
-  return {names.begin(), names.end()};
-}
-
 /// Deepest JSON nesting a model file may have; real configs use 2 or 3 levels.
 constexpr int kMaxJsonDepth = 64;
 
@@ -253,6 +234,29 @@ Layout layout_from_file(const fs::path& path, std::string_view spec) {
 
 }  // namespace
 
+/// Stems of the *.json files in `dirs`, sorted and unique: the names `--model` accepts.
+std::vector<std::string> shipped_model_names(const std::vector<std::string>& dirs) {
+  std::set<std::string> names;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      std::error_code ec2;
+      if (p.extension() == ".json" && it->is_regular_file(ec2)) names.insert(p.stem().string());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+std::string model_choices_help(const std::vector<std::string>& dirs) {
+  std::string names, types;
+  for (const std::string& n : shipped_model_names(dirs)) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& t : supported_model_types()) types += (types.empty() ? "" : ", ") + t;
+  return "a shipped name (" + (names.empty() ? std::string("none found") : names) +
+         ") or a .json file (a layout list, or a Hugging Face config.json of model_type " + types +
+         ")";
+}
+
 Layout layout_from_json(const nlohmann::json& j, const std::string& name) {
   return from_json(j, name, name);
 }
@@ -271,7 +275,8 @@ Layout load_layout(std::string_view spec, const std::vector<std::string>& config
     if (fs::is_regular_file(candidate, ec)) return layout_from_file(candidate, spec);
   }
   std::string known;
-  for (const std::string& n : shipped_names(config_dirs)) known += (known.empty() ? "" : ", ") + n;
+  for (const std::string& n : shipped_model_names(config_dirs))
+    known += (known.empty() ? "" : ", ") + n;
   std::string searched;
   for (const std::string& d : config_dirs) searched += (searched.empty() ? "" : ", ") + d;
   fail(spec, "unknown model name. Shipped models: " + (known.empty() ? "(none found)" : known) +

@@ -5,10 +5,16 @@
 //   uniform:COUNTxNUMEL       unit0 .. unit{COUNT-1}, each NUMEL elements
 //   GPT-2 family config       wte+wpe, h.0 .. h.{n_layer-1}, ln_f   (+ lm_head only when
 //                             tie_word_embeddings is explicitly false; GPT-2 ties it to wte)
-//   Llama / Mistral config    embed_tokens, layers.0 .. layers.{L-1}, norm, lm_head
-//                             (lm_head omitted when tie_word_embeddings is true)
+//   GPT-NeoX (Pythia) config  embed_in, layers.0 .. layers.{L-1}, final_layer_norm, embed_out
+//   Llama-like decoders       embed_tokens, layers.0 .. layers.{L-1}, norm, lm_head
+//   (llama, mistral, mixtral, (lm_head omitted when tied: Gemma ties by default)
+//   qwen2, qwen3, gemma2,
+//   gemma3(_text), phi3)
 // The GPT-2 token and position embeddings form one unit because they run together at the start of
-// the forward pass, as the Llama family's single embedding unit does.
+// the forward pass, as the Llama family's single embedding unit does. A Mixtral layer (attention,
+// router and all its experts) is one unit, as FSDP's usual transformer auto-wrap policy wraps a
+// decoder layer. A multimodal Gemma 3 config (model_type gemma3) is laid out from its text_config
+// only: its vision tower and projector are not counted (bench/hf_families.hpp).
 //
 // Each unit also lists its parameters (FlatParam::params: Hugging Face named_parameters() names
 // and shapes, offsets the running sum): a uniform unit is one `unit{i}.weight` of shape
@@ -58,17 +64,30 @@ Layout load_layout(std::string_view spec, const std::vector<std::string>& config
 ///    `name` is empty. Unit names must be non-empty and unique; numel must be an integer in
 ///    [1, kMaxLayoutNumel]. A unit may give `"params": [{"name": ..., "shape": [...]}, ...]`
 ///    (bench/list_params.hpp): shapes that sum to its numel, names unique within the layout.
-///  - a Hugging Face `config.json` with `model_type` "gpt2" (n_embd, n_layer, vocab_size,
-///    n_positions; n_inner null or absent = 4*n_embd), or "llama" / "mistral" (hidden_size,
+///  - a Hugging Face `config.json` whose `model_type` is one of supported_model_types()
+///    (bench/hf_families.hpp; the table is bench/hf_families.cpp): "gpt2" (n_embd, n_layer,
+///    vocab_size, n_positions; n_inner null or absent = 4*n_embd); "gpt_neox" (hidden_size,
+///    intermediate_size, num_hidden_layers, vocab_size; attention_bias = true,
+///    tie_word_embeddings = false); the Llama-like decoders (bench/hf_decoder.hpp: hidden_size,
 ///    intermediate_size, num_hidden_layers, num_attention_heads, vocab_size; optional
-///    num_key_value_heads = heads, head_dim = hidden/heads, tie_word_embeddings = false,
-///    attention_bias = false, mlp_bias = false). Parameter counts match the models' real weights:
-///    GPT-2 LayerNorms have weight+bias and its Conv1D layers have biases; Llama RMSNorms have a
-///    weight only and its Linear layers have biases only when the *_bias flags say so.
+///    num_key_value_heads = heads, head_dim = hidden/heads (required for gemma* and qwen3),
+///    tie_word_embeddings, attention_bias, mlp_bias; num_local_experts for mixtral). Parameter
+///    counts match the models' real weights: GPT-2 and GPT-NeoX LayerNorms have weight+bias and
+///    their linear layers biases; RMSNorms have a weight only, qwen2 has q/k/v biases, qwen3 and
+///    gemma3 q_norm/k_norm weights of head_dim, gemma2/3 four norms a layer, phi3 fused qkv_proj
+///    and gate_up_proj. "architectures", when given, must name the causal-LM model.
 ///
-/// Throws std::invalid_argument (message naming `--model`) for an unsupported model_type, a
+/// Throws std::invalid_argument (message naming `--model`) for an unsupported model_type (the
+/// message lists the supported ones), another architecture than the causal LM, a
 /// missing, non-integer or non-positive field, a non-boolean flag, a unit with numel 0, negative,
 /// fractional or above kMaxLayoutNumel, an empty layout, and totals above kMaxLayoutNumel.
 Layout layout_from_json(const nlohmann::json& j, const std::string& name);
+
+/// Stems of the *.json files in `dirs`, sorted and unique: the shipped names `--model` accepts.
+std::vector<std::string> shipped_model_names(const std::vector<std::string>& dirs);
+
+/// The `--help` phrase for --model's names and files: the shipped names found in `dirs` and the
+/// supported model_types, so the help lists what the build really accepts.
+std::string model_choices_help(const std::vector<std::string>& dirs);
 
 }  // namespace shardaccum

@@ -29,7 +29,7 @@ struct FlatParam {
 struct Layout {
   std::string name;              // e.g. "llama2-7b", "uniform:8x1M"
   std::vector<FlatParam> units;  // forward order; backward visits them last to first
-  std::string family = {};  // uniform | list | gpt2 | llama | mistral (the loader that built it)
+  std::string family = {};  // uniform | list | the config's model_type (the loader that built it)
   uint64_t total_numel() const;
 };
 

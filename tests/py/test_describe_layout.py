@@ -35,7 +35,8 @@ def test_units_are_filled_by_their_params(model: str) -> None:
     assert list(doc) == DOC_KEYS
     assert doc["schema"] == "shardaccum.layout/1"
     assert doc["spec"] == model
-    assert doc["family"] in {"uniform", "list", "gpt2", "llama", "mistral"}
+    assert doc["family"] in {"uniform", "list", "gpt2", "gpt_neox", "llama", "mistral", "mixtral", "qwen2",
+                             "qwen3", "gemma2", "gemma3_text", "phi3"}
     names = set()
     for i, unit in enumerate(doc["units"]):
         assert list(unit) == UNIT_KEYS
