@@ -45,8 +45,9 @@ std::string description() {
 
 Every case runs one warm-up and --steps measured optimizer steps of K micro-batches on every rank,
 checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
-beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all` (every
-registered value); without the flag an axis takes the default matrix's values.
+beside the analytical model's prediction (model_*). Axes take a comma-separated list, or `all` where
+the values are a finite list (not --k; --world-size only on cuda: 1..GPUs); without the flag an axis
+takes the default matrix's values. The console prints a line per case; the JSON every counter.
 
 Axes (docs/DESIGN.md §3):
   schedule: n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
@@ -188,8 +189,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
            "backend, llama2-7b on cuda with 2+ GPUs, and on one GPU (world size 1) the "
            "single-GPU reference job uniform:16x64M,gpt2-xl (with --warmup 1 --steps 2 unless "
            "given)");
-  add_list(app, "--world-size", o.world_sizes,
-           "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
+  add_list(
+      app, "--world-size", o.world_sizes,
+      "Ranks, a list (one GPU each on cuda, where a size above the GPUs is skipped and `all` is "
+      "1..GPUs). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
       ->capture_default_str();
   std::vector<std::string> k_list;
