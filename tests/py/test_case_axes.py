@@ -63,3 +63,12 @@ def test_report_and_compare_read_a_run_of_several_k_and_world_sizes(tmp_path):
     text = (tmp_path / "axes" / "README.md").read_text(encoding="utf-8")
     for world, k in ((1, 2), (1, 4), (2, 2), (2, 4)):
         assert f"world {world} · K {k}" in text, f"no section for world {world}, K {k}"
+
+
+def test_compare_of_one_case_says_1_case(tmp_path):
+    doc = multi_axis_doc()
+    doc["benchmarks"] = [e for e in doc["benchmarks"] if e["run_name"].startswith(name(1, 2) + "/")]
+    path = write_doc(doc, tmp_path / "one.json")
+    proc = run_script("compare.py", path, path)
+    assert proc.returncode == 0, proc.stderr
+    assert "no regression in 1 case (" in proc.stdout, proc.stdout
