@@ -107,6 +107,9 @@ void check_known_flags(const CLI::App& app, const std::vector<std::string>& args
   for (const auto& a : args) {
     if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
     const std::string name = a.substr(0, a.find('='));
+    if (std::find(gb.begin(), gb.end(), name) != gb.end())  // --v: Google Benchmark's, no '='
+      throw CliError(name +
+                     " needs its value after '=' (Google Benchmark's flags are --NAME=VALUE)");
     if (app.get_option_no_throw(name) == nullptr) throw CliError(unknown_flag_message(name, known));
   }
 }

@@ -131,6 +131,7 @@ TEST(FlagSuggestion, AMistypedFlagNamesTheNearestKnownOne) {
             std::string::npos);
   EXPECT_NE(error({"--benchmark-repetitions=2"}).find("did you mean --benchmark_repetitions?"),
             std::string::npos);
+  EXPECT_NE(error({"--v", "2"}).find("--v needs its value after '='"), std::string::npos);
   const std::string far = error({"--frobnicate"});
   EXPECT_NE(far.find("unknown flag --frobnicate"), std::string::npos) << far;
   EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
