@@ -11,6 +11,10 @@ namespace {
 void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& model,
               const SuiteSettings& s, Progress& progress) {
   bool ok = false;
+  // Every entry names its case's K and world size: a run may have several of each (the report
+  // checks them against the name, scripts/shardaccum_report/loading.py).
+  st.counters["k"] = spec.schedule.k();
+  st.counters["world_size"] = spec.world_size;
   try {
     if (const auto it = s.skip.find(spec.name()); it != s.skip.end()) {
       st.SkipWithError(it->second.c_str());

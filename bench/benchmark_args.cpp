@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <regex>
+#include <stdexcept>
 
 namespace shardaccum {
 
@@ -13,19 +14,29 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
 }
 
 std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases,
-                                             const std::vector<std::string>& args) {
+                                             const std::vector<std::string>& args,
+                                             const std::string& gb_suffix, bool strict) {
   std::vector<std::string> run_names;
+  std::string filter = flag_value(args, "--benchmark_filter");
   try {
-    std::string filter = flag_value(args, "--benchmark_filter");
-    const bool negate = !filter.empty() && filter[0] == '-';
-    if (negate) filter.erase(0, 1);
-    const std::regex re(filter.empty() || filter == "all" ? "." : filter);
+    // As GB's RunSpecifiedBenchmarks: "all" first, then a leading '-', then a POSIX extended
+    // regex (its re.h, std::regex or regcomp alike).
+    const std::string spec = filter.empty() || filter == "all" ? "." : filter;
+    const bool negate = spec[0] == '-';
+    const std::regex re(negate ? spec.substr(1) : spec, std::regex::extended);
     for (const auto& c : cases)
-      if (std::regex_search(c.name(), re) != negate) run_names.push_back(c.name());
-  } catch (const std::regex_error&) {
+      if (std::regex_search(c.name() + gb_suffix, re) != negate) run_names.push_back(c.name());
+  } catch (const std::regex_error& e) {
+    if (strict)
+      throw std::invalid_argument("--benchmark_filter=" + filter +
+                                  ": not a POSIX extended regular expression (" + e.what() + ")");
     for (const auto& c : cases) run_names.push_back(c.name());
   }
   return run_names;
+}
+
+std::string registered_suffix(int steps) {
+  return "/iterations:" + std::to_string(steps) + "/manual_time";
 }
 
 size_t case_runs(size_t runs, const std::vector<std::string>& args) {

@@ -12,10 +12,19 @@ namespace shardaccum {
 /// The value of the last "FLAG=VALUE" in `args`, or empty.
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag);
 
-/// The names of `cases` that --benchmark_filter in `args` keeps (a leading '-' negates; empty or
-/// "all" keeps every case; a regex GB would refuse keeps every case too, GB then reports it).
+/// The names of `cases` that --benchmark_filter in `args` keeps, as Google Benchmark selects them:
+/// a POSIX extended regex searched in the registered name (the case's name and `gb_suffix`, e.g.
+/// "/iterations:3/manual_time"), a leading '-' negates, empty or "all" keeps every case. A regex
+/// GB would refuse keeps every case (GB then reports it), or with `strict` throws
+/// std::invalid_argument naming --benchmark_filter (--list, where GB never sees the filter).
 std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases,
-                                             const std::vector<std::string>& args);
+                                             const std::vector<std::string>& args,
+                                             const std::string& gb_suffix = {},
+                                             bool strict = false);
+
+/// The suffix Google Benchmark appends to a case registered with `steps` fixed iterations and
+/// manual time (bench/bench_cases.cpp), as its filter sees the name.
+std::string registered_suffix(int steps);
 
 /// Case runs the progress line counts down: `runs` x --benchmark_repetitions (at least 1).
 size_t case_runs(size_t runs, const std::vector<std::string>& args);

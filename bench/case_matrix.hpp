@@ -19,6 +19,8 @@ struct MatrixAxes {
   std::vector<DTypeTriple> dtypes;
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0x5a5a;
+  /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
+  std::vector<std::string> notes;
 };
 
 /// One benchmark case.

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "bench/cli_suggest.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
 #include "strategies/default_matrix.hpp"
@@ -44,8 +45,9 @@ std::string description() {
 
 Every case runs one warm-up and --steps measured optimizer steps of K micro-batches on every rank,
 checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
-beside the analytical model's prediction (model_*). Axes take a comma-separated list or `all` (every
-registered value); without the flag an axis takes the default matrix's values.
+beside the analytical model's prediction (model_*). Axes take a comma-separated list, or `all` where
+the values are a finite list (not --k; --world-size only on cuda: 1..GPUs); without the flag an axis
+takes the default matrix's values. The console prints a line per case; the JSON every counter.
 
 Axes (docs/DESIGN.md §3):
   schedule: n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal
@@ -64,33 +66,6 @@ std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
-}
-
-/// Refuses `all` next to other values: `all,fsdp2` could mean all or a typo; every axis flag alike.
-void check_all_alone(const std::vector<std::string>& v, const char* flag) {
-  if (v.size() > 1 && std::find(v.begin(), v.end(), "all") != v.end()) {
-    std::string joined;
-    for (const auto& x : v) joined += (joined.empty() ? "" : ",") + x;
-    throw CliError(
-        std::string(flag) + " '" + brief(joined) +
-        "': `all` cannot be combined with other values; give all alone or list the values");
-  }
-}
-
-/// An axis flag's values: the default matrix's when not given, every registered value for `all`.
-std::vector<std::string> expand(const std::vector<std::string>& values,
-                                const std::vector<std::string>& registered,
-                                const std::vector<std::string>& defaults, const char* flag) {
-  if (values.empty()) return defaults;
-  std::vector<std::string> v = split_list(values, flag);
-  if (v.empty()) throw CliError(std::string(flag) + " is empty: give a value or `all`");
-  check_all_alone(v, flag);
-  if (v[0] == "all") return registered;
-  for (const auto& x : v)
-    if (std::find(registered.begin(), registered.end(), x) == registered.end())
-      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " +
-                     joined(registered) + " or all)");
-  return v;
 }
 
 /// A list flag: one value per occurrence (never the next argument too), repeats add up, and the
@@ -118,6 +93,24 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
       throw CliError(a + " needs a value but is followed by the flag " + brief(args[i + 1]) +
                      ": give " + a + " VALUE (or " + a + "=VALUE)");
     ++i;  // its value
+  }
+}
+
+/// A flag neither we nor Google Benchmark read: named with the nearest known one ("did you mean
+/// --offload?"), where CLI11 would only say that the arguments were not expected.
+void check_known_flags(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> known;
+  for (const CLI::Option* opt : app.get_options())
+    for (const auto& l : opt->get_lnames()) known.push_back("--" + l);
+  const std::vector<std::string>& gb = google_benchmark_flags();
+  known.insert(known.end(), gb.begin(), gb.end());
+  for (const auto& a : args) {
+    if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
+    const std::string name = a.substr(0, a.find('='));
+    if (std::find(gb.begin(), gb.end(), name) != gb.end())  // --v: Google Benchmark's, no '='
+      throw CliError(name +
+                     " needs its value after '=' (Google Benchmark's flags are --NAME=VALUE)");
+    if (app.get_option_no_throw(name) == nullptr) throw CliError(unknown_flag_message(name, known));
   }
 }
 
@@ -161,6 +154,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   std::vector<std::string> ours;
   for (int i = argc - 1; i >= 1; --i) {
     const std::string a = argv[i];
+    const std::vector<std::string>& gb = google_benchmark_flags();
+    if (a.rfind("--benchmark_", 0) == 0 &&
+        std::find(gb.begin(), gb.end(), a.substr(0, a.find('='))) == gb.end())
+      throw CliError(unknown_flag_message(a, gb));  // before GB, with a suggestion
     if (a.rfind("--benchmark_", 0) == 0 && a.find('=') == std::string::npos &&
         a != "--benchmark_list_tests" && a != "--benchmark_counters_tabular" &&
         a != "--benchmark_report_aggregates_only" && a != "--benchmark_display_aggregates_only" &&
@@ -185,9 +182,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.get_formatter()->column_width(34);
   // Integer and seconds flags are read as text and parsed by cli_values.hpp: decimal only, one
   // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
-  std::string k_s = std::to_string(o.k), warmup_s = std::to_string(o.warmup),
-              steps_s = std::to_string(o.steps), seed_s = std::to_string(o.seed),
-              threads_s = std::to_string(o.threads), trace_steps_s = std::to_string(o.trace_steps),
+  std::string warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
+              seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
+              trace_steps_s = std::to_string(o.trace_steps),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s));
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
@@ -196,16 +193,18 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                "backend, llama2-7b on cuda with 2+ GPUs, and on one GPU (world size 1) the "
                "single-GPU reference job uniform:16x64M,gpt2-xl (with --warmup 1 --steps 2 unless "
                "given)");
-  add_list(app, "--world-size", o.world_sizes,
-           "Ranks (one GPU each on cuda). Default: 2 on host, every visible GPU on cuda");
+  add_list(
+      app, "--world-size", o.world_sizes,
+      "Ranks, a list (one GPU each on cuda, where a size above the GPUs is skipped and `all` is "
+      "1..GPUs). Default: 2 on host, every visible GPU on cuda");
   add_list(app, "--schedule", o.schedules, "Schedules, e.g. nnnS,sync or all (the four canonical)")
       ->capture_default_str();
-  app.add_option(
-         "--k", k_s,
-         "Micro-batches per step for canonical schedule names (given with a literal schedule, "
-         "it must match its length)")
-      ->capture_default_str()
-      ->type_name("INT");
+  std::vector<std::string> k_list;
+  add_list(app, "--k", k_list,
+           "Micro-batches per step, a list (e.g. 2,4,8; no `all`: any 1.." +
+               std::to_string(kMaxMicroBatches) +
+               "): canonical schedule names expand per K, a literal schedule must match one. "
+               "Default: 4");
   const DefaultMatrix& dm = default_matrix();
   add_list(app, "--binding", o.bindings,
            joined(BindingRegistry::get().names()) + " or all. Default: " + joined(dm.binding));
@@ -290,6 +289,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                "names, shapes and offsets; schema shardaccum.layout/1), then exit. No backend");
 
   check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
+  check_known_flags(app, ours);
   const size_t our_args = ours.size();  // app.parse consumes the vector
   try {
     app.parse(ours);
@@ -307,9 +307,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.warmup_given = app.count("--warmup") > 0;
   o.steps_given = app.count("--steps") > 0;
   o.k_given = app.count("--k") > 0;
-  o.k =
-      static_cast<int>(parse_int_flag(k_s, "--k", 1, kMaxMicroBatches,
-                                      "1.." + std::to_string(kMaxMicroBatches) + " micro-batches"));
+  if (o.k_given) o.ks = parse_k_list(k_list);
   o.steps = static_cast<int>(parse_int_flag(steps_s, "--steps", 1, 1000, "1..1000 measured steps"));
   o.warmup = static_cast<int>(parse_int_flag(warmup_s, "--warmup", 0, 1000, "0..1000"));
   o.seed = parse_u64_flag(seed_s, "--seed", "0..18446744073709551615 (2^64-1) in decimal");
@@ -368,84 +366,6 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       throw CliError("--trace " + o.trace + ": cannot use that path: " + e.what());
     }
   return true;
-}
-
-MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
-                        int max_world) {
-  MatrixAxes a;
-  const std::vector<std::string> dirs = model_dirs(o);
-  // The default may be a list too (the one-GPU default job: bench/backend_select.hpp).
-  const auto models =
-      split_list(o.models.empty() ? std::vector<std::string>{default_model} : o.models, "--model");
-  for (const auto& m : models) {
-    try {
-      a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));
-    } catch (const std::invalid_argument& e) {
-      throw CliError(e.what());
-    }
-  }
-  if (o.world_sizes.empty()) a.world_sizes = {default_world};
-  for (const auto& w : split_list(o.world_sizes, "--world-size")) {
-    const int n =
-        static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
-    if (n > max_world)
-      throw CliError("--world-size " + w + ": this backend has at most " +
-                     std::to_string(max_world) +
-                     " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
-    a.world_sizes.push_back(n);
-  }
-  const auto scheds = split_list(o.schedules, "--schedule");
-  if (scheds.empty()) throw CliError("--schedule is empty: give n/S letters ending in S or `all`");
-  check_all_alone(scheds, "--schedule");
-  for (const auto& s : scheds) {
-    try {
-      if (s == "all")
-        for (const CanonicalSchedule& c : kCanonicalSchedules)
-          a.schedules.push_back(canonical_schedule(c.name, o.k));
-      else
-        a.schedules.push_back(parse_schedule(s, o.k));
-    } catch (const std::invalid_argument& e) {
-      throw CliError(e.what());
-    }
-    // A literal's length is its K: an explicit --k that disagrees would otherwise be ignored.
-    if (o.k_given && a.schedules.back().k() != o.k)
-      throw CliError(
-          "--k " + std::to_string(o.k) + " but --schedule " + brief(s) + " has " +
-          std::to_string(a.schedules.back().k()) +
-          " micro-batches: a literal schedule fixes K; leave --k out or give a literal of " +
-          std::to_string(o.k) + " letters");
-  }
-  const bool axes_given =
-      !o.bindings.empty() || !o.offloads.empty() || !o.modes.empty() || !o.divisions.empty();
-  if (!o.presets.empty() && axes_given)
-    throw CliError(
-        "--preset replaces --binding/--offload/--mode/--division: give either presets or the axes");
-  if (!o.presets.empty()) {
-    for (const auto& p : expand(o.presets, PresetRegistry::get().names(), {}, "--preset"))
-      a.strategies.push_back(preset(p));
-  } else {
-    const DefaultMatrix& d = default_matrix();
-    a.strategies = strategy_product(
-        expand(o.bindings, BindingRegistry::get().names(), d.binding, "--binding"),
-        expand(o.offloads, OffloadRegistry::get().names(), d.offload, "--offload"),
-        expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
-        expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
-  }
-  std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
-  check_all_alone(dtypes, "--dtype");
-  if (dtypes == std::vector<std::string>{"all"})
-    dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
-  for (const auto& d : dtypes) {
-    try {
-      a.dtypes.push_back(parse_dtype_triple(d));
-    } catch (const std::invalid_argument& e) {
-      throw CliError(e.what());
-    }
-  }
-  if (a.dtypes.empty()) throw CliError("--dtype is empty: e.g. fp32-fp32-fp32");
-  a.gen = o.gen == "random" ? GenMode::random : GenMode::dyadic;
-  a.seed = o.seed;
-  return a;
 }
 
 }  // namespace shardaccum

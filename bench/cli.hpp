@@ -12,8 +12,8 @@ struct BenchOptions {
   std::vector<std::string> models;       // empty: the backend's default
   std::vector<std::string> world_sizes;  // empty: the backend's default
   std::vector<std::string> schedules{"all"};
-  int k = 4;
-  bool k_given = false;  // --k was on the command line: a literal schedule must then have K letters
+  std::vector<int> ks{4};  // --k: canonical schedule names expand once per K
+  bool k_given = false;    // --k was on the command line: a literal must then match one of ks
   // Strategy axes: empty means the default matrix's values (strategies/default_matrix.hpp).
   std::vector<std::string> bindings, offloads, modes, divisions, presets;
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
@@ -55,9 +55,18 @@ bool parse_cli(int argc, char** argv, BenchOptions& out);
 /// Where `--model` names are looked up: every --config-dir, then the shipped bench/configs.
 std::vector<std::string> model_dirs(const BenchOptions& o);
 
+/// Parses --k's values (a comma-separated list, repeats adding up) into K values 1..4096. Throws
+/// CliError naming --k for `all` (K has no finite list of values), an empty element or a bad K.
+std::vector<int> parse_k_list(const std::vector<std::string>& values);
+
 /// Resolves the axes (loads layouts, parses schedules and dtypes, expands `all`) for a backend
-/// whose default model and world size are given. Throws CliError naming the flag.
+/// whose default model and world size are given (bench/cli_axes.cpp). Canonical schedule names
+/// expand once per K of o.ks; a literal keeps its own K and, with --k given, must match one.
+/// World sizes above `max_world`: with `gpu_world` (the cuda backend of one process, max_world its
+/// GPUs) skipped with a line in MatrixAxes::notes, and `--world-size all` is 1..max_world; without
+/// it (the host backend's cap, a multi-process launch) an error, and `all` too (no finite list).
+/// Throws CliError naming the flag, and when every world size given is above max_world.
 MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
-                        int max_world);
+                        int max_world, bool gpu_world = false);
 
 }  // namespace shardaccum

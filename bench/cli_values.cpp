@@ -12,6 +12,10 @@ std::string brief(std::string_view s, size_t max) {
   return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " characters)";
 }
 
+std::string count_of(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag) {
   std::vector<std::string> out;
   for (const auto& s : values) {

@@ -13,6 +13,9 @@ namespace shardaccum {
 /// for quoting a user's value or a file's text in a message without repeating all of it.
 std::string brief(std::string_view s, size_t max = 80);
 
+/// "1 case", "2 cases": `n` and `noun` with an s unless n is 1, for every count in a message.
+std::string count_of(size_t n, const std::string& noun);
+
 /// Splits every value of a list flag at its commas. Throws CliError naming `flag` for an empty
 /// element anywhere (`,`, `a,,b`, a trailing comma): CLI11 would otherwise drop it silently.
 std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag);

@@ -15,6 +15,8 @@
 
 #include "bench/bench_cases.hpp"
 #include "bench/benchmark_args.hpp"
+#include "bench/cli_values.hpp"
+#include "bench/compact_reporter.hpp"
 #include "bench/exit_codes.hpp"
 #include "bench/multiprocess_setup.hpp"
 #include "bench/reporters.hpp"
@@ -35,16 +37,28 @@ struct RunResources {
   std::unique_ptr<trace::TraceRecorder> recorder;
 };
 
-/// --list: the case names on stdout (rank 0), their count on stderr.
+/// --list: the names of the cases that would run (rank 0), after --benchmark_filter as Google
+/// Benchmark applies it, on stdout; their count on stderr.
 int list_cases(const RunSetup& s) {
   if (!s.reporter()) return kExitOk;
-  for (const auto& c : s.cases) std::printf("%s\n", c.name().c_str());
+  std::vector<std::string> names;
+  try {
+    names =
+        filtered_case_names(s.cases, s.opts.benchmark_args, registered_suffix(s.opts.steps), true);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  for (const auto& n : names) std::printf("%s\n", n.c_str());
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     throw RunFailure("--list: cannot write the case names to stdout");
-  std::fprintf(stderr, "%zu cases on backend %s", s.cases.size(), s.choice.name.c_str());
+  std::fprintf(stderr, "%s on backend %s", count_of(names.size(), "case").c_str(),
+               s.choice.name.c_str());
+  if (names.size() != s.cases.size())
+    std::fprintf(stderr, " (--benchmark_filter keeps %zu of %s)", names.size(),
+                 count_of(s.cases.size(), "case").c_str());
   if (s.opts.part_slice.count > 1)
-    std::fprintf(stderr, " (part %s of %zu cases)", s.opts.part_slice.text().c_str(),
-                 s.matrix_cases);
+    std::fprintf(stderr, " (part %s of %s)", s.opts.part_slice.text().c_str(),
+                 count_of(s.matrix_cases, "case").c_str());
   std::fprintf(stderr, "\n");
   return kExitOk;
 }
@@ -56,15 +70,22 @@ std::string run_benchmarks(const RunSetup& s, const RunOutputs& o) {
     benchmark::RunSpecifiedBenchmarks(&silent);
     return {};
   }
-  // Both reporters print NaN (a constant counter's _cv) as null / an empty field / '-'.
-  FiniteReporter display(benchmark::CreateDefaultDisplayReporter(),
-                         display_format(s.opts.benchmark_args));
+  // The console: one compact line per case (bench/compact_reporter.hpp); GB's own display for
+  // --benchmark_format=json|csv or the counter table. Both print NaN as null / empty / '-'.
+  const ReportFormat format = display_format(s.opts.benchmark_args);
+  std::unique_ptr<benchmark::BenchmarkReporter> display;
+  if (format == ReportFormat::console && !o.out.tabular)
+    display = std::make_unique<CompactReporter>(
+        s.cases, s.choice.name == "cuda" ? "GPU events" : "host wall-clock");
+  else
+    display = std::make_unique<FiniteReporter>(benchmark::CreateDefaultDisplayReporter(), format);
   if (o.out.dest.empty()) {
-    benchmark::RunSpecifiedBenchmarks(&display);
+    benchmark::RunSpecifiedBenchmarks(display.get());
     return {};
   }
+  // The file keeps every counter, through GB's own reporter of its format.
   FiniteReporter file(o.out.format, o.out.tabular);
-  benchmark::RunSpecifiedBenchmarks(&display, &file);
+  benchmark::RunSpecifiedBenchmarks(display.get(), &file);
   return file.text();
 }
 
@@ -86,7 +107,8 @@ int run(int argc, char** argv, RunResources& res) {
     return kExitUsage;  // GB said why
 
   // Count what will really run, for the progress line (filter and repetitions applied).
-  const std::vector<std::string> run_names = filtered_case_names(s.cases, s.opts.benchmark_args);
+  const std::vector<std::string> run_names =
+      filtered_case_names(s.cases, s.opts.benchmark_args, registered_suffix(s.opts.steps));
   const MemoryBudget budget = run_budget(s.cases, s.choice, s.processes());
   const CasePredictions models = predict_cases(s.cases, budget.host_task_depth);
   std::map<std::string, std::string> skips =
@@ -122,7 +144,7 @@ int run(int argc, char** argv, RunResources& res) {
   settings.models = models;
   settings.recorder = res.recorder.get();
   register_cases(s.cases, settings, progress);
-  progress.set_total(case_runs(run_names.size(), s.opts.benchmark_args));
+  progress.set_total(run_names.size(), case_runs(1, s.opts.benchmark_args));
   const std::string results = run_benchmarks(s, res.outputs);
   benchmark::Shutdown();
 

@@ -193,9 +193,6 @@ void FiniteReporter::emit(const std::string& s) {
   }
 }
 
-namespace {
-/// The registry (kilobytes of JSON for the tools) is for machines: the JSON keeps it, a console or
-/// CSV header for people leaves its `registry: ...` line out.
 std::string without_registry_line(std::string text) {
   const std::string key = "registry: ";
   for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
@@ -208,7 +205,6 @@ std::string without_registry_line(std::string text) {
   }
   return text;
 }
-}  // namespace
 
 void FiniteReporter::flush_errors(bool context) {
   if (!err_out_) return;

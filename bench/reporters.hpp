@@ -36,6 +36,10 @@ std::string csv_nonfinite_to_empty(std::string_view text);
 /// optional '%' unit) replaced by '-': right-aligned in the same width when it stood in a column.
 std::string console_nonfinite_to_dash(std::string_view text);
 
+/// `text` without its `registry: ...` lines (kilobytes of JSON for the tools, who read them in the
+/// JSON file): a console or CSV header for people leaves them out.
+std::string without_registry_line(std::string text);
+
 /// Wraps one of GB's reporters (JSONReporter, CSVReporter, ConsoleReporter). Each call renders the
 /// inner reporter into a private buffer, rewrites non-finite numbers in the run data (not in the
 /// context, whose strings are the user's) and then either appends to text() (a file reporter:

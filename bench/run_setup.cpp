@@ -74,8 +74,13 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
     s.launch = resolve_launcher(s.opts.launcher);
     s.rendezvous = setup_launch(s.opts, s.launch, s.choice);
     apply_default_job(s.opts, s.choice);
-    const MatrixAxes axes =
-        resolve_axes(s.opts, s.choice.default_model, s.choice.default_world, s.choice.max_world);
+    // One process with a GPU per rank: a world size above the GPUs is skipped, the rest run. A
+    // multi-process launch fixes its world size (check_launch_world_sizes): there it is an error.
+    const bool gpu_world = s.choice.name == "cuda" && !s.processes();
+    const MatrixAxes axes = resolve_axes(s.opts, s.choice.default_model, s.choice.default_world,
+                                         s.choice.max_world, gpu_world);
+    if (s.reporter())
+      for (const auto& n : axes.notes) std::cerr << "shardaccum_bench: " << n << "\n";
     check_launch_world_sizes(axes, s.launch);
     s.cases = build_matrix(axes);
     validate_cases(s.cases);

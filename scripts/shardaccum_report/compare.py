@@ -236,6 +236,11 @@ def _missing_text(c: Comparison) -> str:
     return f"missing in candidate: {', '.join(parts)}" if parts else ""
 
 
+def _cases(n: int) -> str:
+    """'1 case', '64 cases'."""
+    return f"{n} case{'' if n == 1 else 's'}"
+
+
 def summary_line(c: Comparison) -> str:
     """One line for a terminal: how many regressions, of how many cases, and what the candidate lacks."""
     slow = sum(1 for r in c.rows if r.verdict == "regression")
@@ -244,11 +249,11 @@ def summary_line(c: Comparison) -> str:
     if not c.regressions:
         if missing:
             judged = len(c.rows) - len(c.missing_data)
-            return f"{missing} (the gate fails: a case without data cannot be judged); no regression in {judged} cases"
-        return (f"no regression in {len(c.rows)} cases ({c.metric}, threshold {c.threshold:.0%}, "
+            return f"{missing} (the gate fails: a case without data cannot be judged); no regression in {_cases(judged)}"
+        return (f"no regression in {_cases(len(c.rows))} ({c.metric}, threshold {c.threshold:.0%}, "
                 f"alpha {c.alpha:g})")
     n = len(c.regressions)
-    return (f"{n} regression{'s' if n != 1 else ''} in {len(c.rows)} cases: {slow} worse by more than "
+    return (f"{n} regression{'s' if n != 1 else ''} in {_cases(len(c.rows))}: {slow} worse by more than "
             f"{c.threshold:.0%} in {c.metric}, {wrong} lost correctness or now fail"
             + (f"; {missing}" if missing else ""))
 

@@ -24,6 +24,9 @@ _STANDARD_FIELDS = frozenset({
     "family_index", "per_family_instance_index", "repetitions", "repetition_index", "threads",
     "iterations", "real_time", "cpu_time",
 })
+# The case's K and world size, written in every entry (bench/bench_cases.cpp): identity, not
+# counters; checked against the name, which the key is read from.
+_CASE_FIELDS = frozenset({"k", "world_size"})
 _TIME_UNIT_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 _HOW_TO_MAKE = "shardaccum_bench --benchmark_out=FILE --benchmark_out_format=json"
 
@@ -276,9 +279,20 @@ def _counters(entry: dict, where: str, i: int) -> dict[str, float]:
     found = {}
     for key in entry:
         number = _number(entry, key, where, i)
-        if number is not None and key not in _STANDARD_FIELDS:
+        if number is not None and key not in _STANDARD_FIELDS and key not in _CASE_FIELDS:
             found[key] = number
     return found
+
+
+def _check_case_fields(entry: dict, key: CaseKey, where: str, i: int) -> None:
+    """An entry's 'k' and 'world_size' (absent in files of older binaries) must be its name's: a run
+    of several K or world sizes is grouped by them, so a mismatch is an inconsistent file."""
+    for field_name, expected in (("k", key.k), ("world_size", key.world)):
+        value = _number(entry, field_name, where, i)
+        if value is not None and value != expected:
+            raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{field_name}' = {value:g} but the "
+                                    f"name says {expected} (K is the schedule's length, world size its "
+                                    "world: part): the file is inconsistent")
 
 
 def load_run_file(path: str | Path) -> RunFile:
@@ -353,6 +367,8 @@ def load_run_file(path: str | Path) -> RunFile:
             else:
                 case.aggregates[str(entry.get("aggregate_name", "mean"))] = _counters(entry, where, i)
             continue
+        if isinstance(key, CaseKey):
+            _check_case_fields(entry, key, where, i)
         real_ms, cpu_ms = _entry_times_ms(entry, where, i)
         index = entry.get("repetition_index")
         index = index if isinstance(index, int) else len(case.repetitions)

@@ -221,5 +221,5 @@ TEST(TraceCliErrors, AMissingDirectoryIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(run_bench("--backend host --trace /nonexistent-shardaccum-dir/t.json", &err), 2);
   EXPECT_NE(err.find("--trace"), std::string::npos) << err;
   EXPECT_NE(err.find("/nonexistent-shardaccum-dir"), std::string::npos) << err;
-  EXPECT_EQ(err.find("[1/"), std::string::npos) << "no case may run: " << err;
+  EXPECT_EQ(err.find("[case 1/"), std::string::npos) << "no case may run: " << err;
 }

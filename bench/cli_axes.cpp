@@ -1,0 +1,216 @@
+// The axes of shardaccum_bench's command line resolved into values (bench/cli.hpp): models, world
+// sizes, K and schedules, strategies and dtypes, each a list or `all` where a finite list exists.
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <set>
+
+#include "bench/cli.hpp"
+#include "bench/cli_values.hpp"
+#include "bench/model_layouts.hpp"
+#include "strategies/default_matrix.hpp"
+#include "strategies/preset/preset.hpp"
+
+namespace shardaccum {
+namespace {
+
+std::string joined(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+/// Refuses `all` next to other values: `all,fsdp2` could mean all or a typo; every axis flag alike.
+void check_all_alone(const std::vector<std::string>& v, const char* flag) {
+  if (v.size() > 1 && std::find(v.begin(), v.end(), "all") != v.end())
+    throw CliError(
+        std::string(flag) + " '" + brief(joined(v, ",")) +
+        "': `all` cannot be combined with other values; give all alone or list the values");
+}
+
+/// An axis flag's values: the default matrix's when not given, every registered value for `all`.
+std::vector<std::string> expand(const std::vector<std::string>& values,
+                                const std::vector<std::string>& registered,
+                                const std::vector<std::string>& defaults, const char* flag) {
+  if (values.empty()) return defaults;
+  std::vector<std::string> v = split_list(values, flag);
+  if (v.empty()) throw CliError(std::string(flag) + " is empty: give a value or `all`");
+  check_all_alone(v, flag);
+  if (v[0] == "all") return registered;
+  for (const auto& x : v)
+    if (std::find(registered.begin(), registered.end(), x) == registered.end())
+      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " +
+                     joined(registered) + " or all)");
+  return v;
+}
+
+/// `--model all`: the stems of the *.json files in the config directories, sorted, each once
+/// (the names `--model` accepts; bench/model_layouts.hpp looks them up in the same directories).
+std::vector<std::string> every_model_name(const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code ec2;
+      if (it->path().extension() == ".json" && it->is_regular_file(ec2))
+        names.insert(it->path().stem().string());
+    }
+  }
+  if (names.empty()) throw CliError("--model all: no NAME.json config found in " + joined(dirs));
+  return {names.begin(), names.end()};
+}
+
+std::vector<int> world_sizes(const BenchOptions& o, int default_world, int max_world,
+                             bool gpu_world, std::vector<std::string>& notes) {
+  if (o.world_sizes.empty()) return {default_world};
+  const std::vector<std::string> given = split_list(o.world_sizes, "--world-size");
+  check_all_alone(given, "--world-size");
+  std::vector<int> out;
+  if (given == std::vector<std::string>{"all"}) {
+    if (!gpu_world)
+      throw CliError("--world-size all: no finite list of world sizes here (the host backend "
+                     "simulates any number of ranks; a multi-process launch has its own); give a "
+                     "list such as --world-size 1,2,4");
+    for (int n = 1; n <= max_world; ++n) out.push_back(n);
+    return out;
+  }
+  std::vector<std::string> skipped;
+  for (const auto& w : given) {
+    const int n =
+        static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
+    if (n <= max_world) {
+      out.push_back(n);
+      continue;
+    }
+    if (!gpu_world)
+      throw CliError("--world-size " + w + ": this backend has at most " +
+                     std::to_string(max_world) +
+                     " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
+    skipped.push_back(w);
+  }
+  const std::string gpus =
+      std::to_string(max_world) + (max_world == 1 ? " GPU is" : " GPUs are") + " visible";
+  if (out.empty())
+    throw CliError("--world-size " + joined(given, ",") + ": every world size is above the " +
+                   std::to_string(max_world) + " ranks this machine can run (" + gpus +
+                   ", one per rank on cuda); give at most " + std::to_string(max_world) +
+                   ", or --backend host to simulate more ranks");
+  // One GPU per rank: a larger world cannot start here, but the others can still run.
+  for (const auto& w : skipped)
+    notes.push_back("--world-size " + w + ": skipped, only " + gpus +
+                    " (one GPU per rank on cuda); its cases are not run");
+  return out;
+}
+
+/// The schedules of every K: canonical names once per K of o.ks (in --k's order), a literal at its
+/// own K. With --k given a literal whose length is none of them is an error naming both flags.
+std::vector<Schedule> schedules(const BenchOptions& o) {
+  const auto specs = split_list(o.schedules, "--schedule");
+  if (specs.empty()) throw CliError("--schedule is empty: give n/S letters ending in S or `all`");
+  check_all_alone(specs, "--schedule");
+  std::vector<std::string> names;  // `all`: the four canonical names
+  for (const auto& s : specs)
+    if (s == "all")
+      for (const CanonicalSchedule& c : kCanonicalSchedules) names.emplace_back(c.name);
+    else
+      names.push_back(s);
+  const auto is_literal = [](const std::string& s) {
+    return s.find_first_not_of("nS") == std::string::npos;
+  };
+  std::vector<Schedule> out;
+  std::vector<bool> matched(names.size(), false);
+  for (const int k : o.ks)
+    for (size_t i = 0; i < names.size(); ++i) {
+      try {
+        const Schedule sc = parse_schedule(names[i], k);  // a literal: checked, its own K
+        // Without --k a literal runs at its own length; with --k, only at a K of the list.
+        if (is_literal(names[i]) && (o.k_given ? sc.k() != k : matched[i])) continue;
+        matched[i] = true;
+        out.push_back(sc);
+      } catch (const std::invalid_argument& e) {
+        throw CliError(e.what());
+      }
+    }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!matched[i]) {
+      std::vector<std::string> ks;
+      for (const int k : o.ks) ks.push_back(std::to_string(k));
+      throw CliError("--schedule " + brief(names[i]) + " has " + std::to_string(names[i].size()) +
+                     " micro-batches but --k " + joined(ks, ",") +
+                     " does not list that K: a literal schedule fixes its own K; add " +
+                     std::to_string(names[i].size()) +
+                     " to --k, leave --k out, or give a literal "
+                     "of one of those lengths");
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> parse_k_list(const std::vector<std::string>& values) {
+  const std::vector<std::string> given = split_list(values, "--k");
+  if (std::find(given.begin(), given.end(), "all") != given.end())
+    throw CliError("--k all: K has no finite list of values (any 1.." +
+                   std::to_string(kMaxMicroBatches) +
+                   " micro-batches per step); give a comma-separated list such as --k 2,4,8");
+  std::vector<int> ks;
+  for (const auto& k : given)
+    ks.push_back(static_cast<int>(
+        parse_int_flag(k, "--k", 1, kMaxMicroBatches,
+                       "1.." + std::to_string(kMaxMicroBatches) + " micro-batches")));
+  return ks;
+}
+
+MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
+                        int max_world, bool gpu_world) {
+  MatrixAxes a;
+  const std::vector<std::string> dirs = model_dirs(o);
+  // The default may be a list too (the one-GPU default job: bench/backend_select.hpp).
+  auto models =
+      split_list(o.models.empty() ? std::vector<std::string>{default_model} : o.models, "--model");
+  check_all_alone(models, "--model");
+  if (models == std::vector<std::string>{"all"}) models = every_model_name(dirs);
+  for (const auto& m : models) {
+    try {
+      a.models.push_back(std::make_shared<const Layout>(load_layout(m, dirs)));
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+  }
+  a.world_sizes = world_sizes(o, default_world, max_world, gpu_world, a.notes);
+  a.schedules = schedules(o);
+  const bool axes_given =
+      !o.bindings.empty() || !o.offloads.empty() || !o.modes.empty() || !o.divisions.empty();
+  if (!o.presets.empty() && axes_given)
+    throw CliError(
+        "--preset replaces --binding/--offload/--mode/--division: give either presets or the axes");
+  if (!o.presets.empty()) {
+    for (const auto& p : expand(o.presets, PresetRegistry::get().names(), {}, "--preset"))
+      a.strategies.push_back(preset(p));
+  } else {
+    const DefaultMatrix& d = default_matrix();
+    a.strategies = strategy_product(
+        expand(o.bindings, BindingRegistry::get().names(), d.binding, "--binding"),
+        expand(o.offloads, OffloadRegistry::get().names(), d.offload, "--offload"),
+        expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
+        expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
+  }
+  std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
+  check_all_alone(dtypes, "--dtype");
+  if (dtypes == std::vector<std::string>{"all"})
+    dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
+  for (const auto& d : dtypes) {
+    try {
+      a.dtypes.push_back(parse_dtype_triple(d));
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
+  }
+  if (a.dtypes.empty()) throw CliError("--dtype is empty: e.g. fp32-fp32-fp32");
+  a.gen = o.gen == "random" ? GenMode::random : GenMode::dyadic;
+  a.seed = o.seed;
+  return a;
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,141 @@
+// World size and K as axes (issue 18, item 2): --k takes a list (canonical names expand per K, a
+// literal keeps its own K and must match one), --world-size skips sizes above the GPUs of a cuda
+// run and keeps the host's, `all` wherever a finite list exists; and a mistyped flag gets the
+// nearest known one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "bench/cli.hpp"
+#include "bench/cli_suggest.hpp"
+
+namespace shardaccum {
+namespace {
+
+BenchOptions parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "shardaccum_bench");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  BenchOptions o;
+  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
+  return o;
+}
+
+/// The axes on a backend of `max_world` ranks; `gpu_world`: one GPU per rank (cuda, one process).
+MatrixAxes axes(const std::vector<std::string>& args, int max_world = 1024,
+                bool gpu_world = false) {
+  return resolve_axes(parsed(args), "uniform:2x4", 2, max_world, gpu_world);
+}
+
+std::vector<std::string> modes(const MatrixAxes& a) {
+  std::vector<std::string> out;
+  for (const Schedule& s : a.schedules) out.push_back(s.modes);
+  return out;
+}
+
+std::string cli_error(const std::vector<std::string>& args, int max_world = 1024,
+                      bool gpu_world = false) {
+  try {
+    axes(args, max_world, gpu_world);
+  } catch (const CliError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(KAxis, CanonicalNamesExpandOncePerK) {
+  EXPECT_EQ(modes(axes({"--k", "3,4", "--schedule", "no-sync,sync"})),
+            (Strings{"nnS", "SSS", "nnnS", "SSSS"}));
+  EXPECT_EQ(modes(axes({"--k", "5", "--k", "3", "--schedule", "no-sync"})),
+            (Strings{"nnnnS", "nnS"}));  // repeats add up, in order
+  EXPECT_EQ(modes(axes({"--k", "3,8", "--schedule", "all"})).size(), 8u);
+  EXPECT_EQ(modes(axes({"--schedule", "sync"})), (Strings{"SSSS"}));  // K 4 by default
+}
+
+TEST(KAxis, ALiteralKeepsItsOwnKAndMustMatchOne) {
+  EXPECT_EQ(modes(axes({"--k", "2,4", "--schedule", "nS,nnnS"})), (Strings{"nS", "nnnS"}));
+  EXPECT_EQ(modes(axes({"--k", "3,4", "--schedule", "nnS,sync"})), (Strings{"nnS", "SSS", "SSSS"}));
+  EXPECT_EQ(modes(axes({"--schedule", "nnnnnS"})), (Strings{"nnnnnS"}));  // no --k: its own K
+  const std::string e = cli_error({"--k", "2,4", "--schedule", "nnS"});
+  EXPECT_NE(e.find("--schedule nnS"), std::string::npos) << e;
+  EXPECT_NE(e.find("--k 2,4"), std::string::npos) << e;
+  EXPECT_NE(e.find("3 micro-batches"), std::string::npos) << e;
+}
+
+TEST(KAxis, AllAndBadValuesAreRefusedNamingK) {
+  for (const Strings& args : {Strings{"--k", "all"}, Strings{"--k", "2,all"}}) {
+    const std::string e = cli_error(args);
+    EXPECT_NE(e.find("--k all"), std::string::npos) << e;
+    EXPECT_NE(e.find("no finite list"), std::string::npos) << e;
+  }
+  for (const char* bad : {"0", "4097", "2,,4", "x"})
+    EXPECT_NE(cli_error({"--k", bad}).find("--k"), std::string::npos) << bad;
+  // Canonical names need K >= 3 at every K of the list.
+  EXPECT_NE(cli_error({"--k", "2,4", "--schedule", "sync"}).find("--k >= 3"), std::string::npos);
+}
+
+TEST(WorldAxis, TheHostBackendRunsAnySize) {
+  const MatrixAxes a = axes({"--world-size", "1,2,4"});
+  EXPECT_EQ(a.world_sizes, (std::vector<int>{1, 2, 4}));
+  EXPECT_TRUE(a.notes.empty());
+  EXPECT_NE(cli_error({"--world-size", "2000"}).find("at most 1024"), std::string::npos);
+  EXPECT_NE(cli_error({"--world-size", "all"}).find("no finite list"), std::string::npos);
+}
+
+TEST(WorldAxis, SizesAboveTheGpusAreSkippedWithANote) {
+  const MatrixAxes a = axes({"--world-size", "1,2,4"}, 2, true);
+  EXPECT_EQ(a.world_sizes, (std::vector<int>{1, 2}));
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("--world-size 4: skipped, only 2 GPUs are visible"), std::string::npos)
+      << a.notes[0];
+  const std::string e = cli_error({"--world-size", "4,8"}, 2, true);
+  EXPECT_NE(e.find("--world-size 4,8: every world size is above"), std::string::npos) << e;
+  EXPECT_EQ(axes({"--world-size", "all"}, 3, true).world_sizes, (std::vector<int>{1, 2, 3}));
+  // Without gpu_world (a multi-process launch) an oversized world stays an error, as before.
+  EXPECT_NE(cli_error({"--world-size", "1,4"}, 2).find("at most 2 ranks"), std::string::npos);
+}
+
+TEST(ModelAxis, AllIsEveryShippedConfig) {
+  size_t shipped = 0;
+  for (const auto& f : std::filesystem::directory_iterator(SHARDACCUM_CONFIG_DIR))
+    shipped += f.path().extension() == ".json";
+  const MatrixAxes a = axes({"--model", "all"});
+  EXPECT_EQ(a.models.size(), shipped);
+  EXPECT_NE(cli_error({"--model", "all,gpt2"}).find("cannot be combined"), std::string::npos);
+}
+
+TEST(FlagSuggestion, EditDistanceCountsTyposAsOne) {
+  EXPECT_EQ(edit_distance("offload", "offload"), 0u);
+  EXPECT_EQ(edit_distance("--ofload", "--offload"), 1u);                     // a deletion
+  EXPECT_EQ(edit_distance("--benchmark_fitler", "--benchmark_filter"), 1u);  // a swap
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(nearest_flag("--ofload=none", {"--model", "--offload", "--mode"}), "--offload");
+  EXPECT_EQ(nearest_flag("--frobnicate", {"--model", "--offload", "--mode"}), "");
+}
+
+TEST(FlagSuggestion, AMistypedFlagNamesTheNearestKnownOne) {
+  const auto error = [](const Strings& args) {
+    try {
+      parsed(args);
+    } catch (const CliError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_NE(error({"--ofload", "none"}).find("unknown flag --ofload; did you mean --offload?"),
+            std::string::npos);
+  EXPECT_NE(error({"--world_size=2"}).find("did you mean --world-size?"), std::string::npos);
+  EXPECT_NE(error({"--benchmark_fitler=sync"}).find("did you mean --benchmark_filter?"),
+            std::string::npos);
+  EXPECT_NE(error({"--benchmark-repetitions=2"}).find("did you mean --benchmark_repetitions?"),
+            std::string::npos);
+  EXPECT_NE(error({"--v", "2"}).find("--v needs its value after '='"), std::string::npos);
+  const std::string far = error({"--frobnicate"});
+  EXPECT_NE(far.find("unknown flag --frobnicate"), std::string::npos) << far;
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
+}  // namespace
+}  // namespace shardaccum
