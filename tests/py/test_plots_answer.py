@@ -232,7 +232,7 @@ def test_pcie_diagnosis_names_the_blind_mode_and_the_plot_shows_reduce_scatter_b
     titles = [ax.get_title() for ax in fig.axes]
     assert sum(t.startswith(NCCL_INPUT.label) for t in titles) == 4
     drawn = [t.get_text() for t in _texts(fig) if "never saw the saved shard" in t.get_text()]
-    assert sorted(drawn) == sorted(notes.values())
+    assert sorted(drawn) == sorted(f"WRONG: {t}" for t in notes.values())
 
 
 # --- Pareto markers and the correctness bound -------------------------------------------------------------
@@ -244,10 +244,15 @@ def test_pareto_markers_on_one_spot_are_set_apart(captured):
     pareto.plot_pareto(cases, Path("unused.png"), "t", "gpu events")
     fig = captured["pareto"][0]
     fig.canvas.draw()
+    drawn = 0
     for ax in fig.axes:
-        spots = [tuple(round(v, 1) for v in line.get_transform().transform(line.get_xydata()[0]))
-                 for line in ax.get_lines() if line.get_marker() not in ("X", "o", "None", None, "")]
-        assert len(spots) == len(set(spots))  # no correct marker hides another
+        # Every case's marker (wrong ones too; not the front's hollow rings nor its staircase).
+        markers = [line for line in ax.get_lines() if len(line.get_xydata()) == 1
+                   and line.get_markerfacecolor() != "none"]
+        spots = [tuple(round(v, 1) for v in m.get_transform().transform(m.get_xydata()[0])) for m in markers]
+        assert len(spots) == len(set(spots))  # no marker hides another
+        drawn += len(markers)
+    assert drawn == len(cases)
 
 
 def test_the_correctness_plot_draws_each_cases_bound(captured):

@@ -97,10 +97,12 @@ def _draw_errors(ax, cases: list[Case], schedules: list[str], row: dict) -> list
         handles.append(Line2D([], [], marker=marker, linestyle="", color="#555555", markerfacecolor="none",
                               label=registry.schedule_display(sched)))
     ax.set_xscale("log")
-    ax.set_xlim(floor / 3, max(positive, default=1.0) * 30)
+    top = max(positive, default=1.0) * 30
+    ax.set_xlim(floor / 3, top)
     ax.axvline(floor, color="#BBBBBB", linewidth=0.8, linestyle=":")
-    ax.annotate("0", (floor, 0), xycoords=("data", "axes fraction"), xytext=(0, -4), textcoords="offset points",
-                ha="center", va="top", fontsize=9, color="#555555")
+    # The floor is labelled 0 (an exact zero has no place on a log axis); decades too near it are left out.
+    decades = [10.0 ** e for e in range(math.ceil(math.log10(floor * 10)), math.floor(math.log10(top)) + 1, 2)]
+    ax.set_xticks([floor] + decades, ["0"] + [f"$10^{{{round(math.log10(d))}}}$" for d in decades])
     ax.set_xlabel("max_rel_err (log; hollow at the left edge: exactly 0)")
     ax.grid(axis="y", visible=False)
     ax.tick_params(axis="y", length=0)

@@ -13,7 +13,7 @@ from .. import analysis
 from ..case import CaseKey, registry_of
 from ..counters import Paired
 from ..loading import Case
-from .style import DIAGNOSIS, MEASURED, MISMATCH, NEUTRAL, WRONG, byte_scale, new_figure, save, styled
+from .style import MEASURED, MISMATCH, NEUTRAL, WRONG, byte_scale, new_figure, save, styled
 
 # (case key, counter) -> a short text drawn beside that bar (e.g. the PCIe diagnosis).
 Notes = dict[tuple[CaseKey, str], str]
@@ -27,7 +27,7 @@ def mismatch_marks(cases: list[Case], pairs: tuple[Paired, ...]) -> set[tuple[Ca
 
 def _write(ax, x: float, y: float, labels: list[tuple[str, str]]) -> None:
     """The labels one after another right of x, spaced in points (so they never run into each other)."""
-    at = 3.0
+    at = 7.0  # clear of a diamond at x
     for text, color in labels:
         ax.annotate(text, (x, y), xytext=(at, 0), textcoords="offset points", va="center", ha="left",
                     fontsize=7.5, color=color, fontweight="bold", annotation_clip=False)
@@ -40,8 +40,8 @@ def plot_measured_predicted(cases: list[Case], pairs: tuple[Paired, ...], path: 
     """One row per pair (e.g. peak device, peak pinned), one panel per schedule, one bar per strategy:
     the measured bytes per step and rank (binary units). Where the model_* prediction differs by more
     than 1%, an orange diamond sits at the prediction and the deviation is written; a prediction that
-    agrees is not drawn (the legend says so). `notes` adds a text beside chosen bars; wrong results
-    are labelled in red. Pairs that no case carries are left out; returns None when none is carried."""
+    agrees is not drawn (the legend says so). Wrong results are labelled in vermillion, with the
+    text of `notes` (the diagnosis) where it has one for that bar. Pairs that no case carries are left out; returns None when none is carried."""
     notes = notes or {}
     pairs = tuple(p for p in pairs if any(c.value(p.counter) is not None or c.value(p.model) is not None
                                           for c in cases))
@@ -85,10 +85,10 @@ def plot_measured_predicted(cases: list[Case], pairs: tuple[Paired, ...], path: 
                     labels.append(("≠ model " + ("+inf" if math.isinf(d) else f"{100 * d:+.0f}%"), MISMATCH))
                 elif measured is not None and predicted is None:
                     labels.append(("no model", NEUTRAL))
-                if wrong:
+                if (c.key, pair.counter) in notes:  # the diagnosis says why it is WRONG, in one text
+                    labels.append((f"WRONG: {notes[(c.key, pair.counter)]}", WRONG))
+                elif wrong:
                     labels.append(("WRONG", WRONG))
-                if (c.key, pair.counter) in notes:
-                    labels.append((notes[(c.key, pair.counter)], DIAGNOSIS))
                 _write(ax, right, y, labels)
             ax.set_title(f"{pair.label}\n{registry_of(cases).schedule_display(schedule)}", fontsize=10)
             ax.set_xlabel(f"{unit} per rank and step")
@@ -101,7 +101,7 @@ def plot_measured_predicted(cases: list[Case], pairs: tuple[Paired, ...], path: 
                       label=f"predicted, where measured ≠ predicted ({len(marks)} bar{'s' if len(marks) != 1 else ''})"),
                Patch(facecolor="white", edgecolor=WRONG, label="WRONG result")]
     if noted:
-        handles.append(Patch(facecolor="white", edgecolor="none", label="black text: the diagnosis of a WRONG case"))
+        handles.append(Patch(facecolor="white", edgecolor="none", label="WRONG: why (the diagnosis, from the bytes)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
     fig.suptitle(f"{', '.join(p.label for p in pairs)} — {title}")
     return save(fig, path)

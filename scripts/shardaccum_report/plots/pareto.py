@@ -48,12 +48,16 @@ def _label_groups(front, xs: list[float], ys: list[float]) -> list[tuple[list[st
 DODGE_POINTS = 7.0  # horizontal distance between markers that share one spot, in points
 
 
-def _spot_members(xs: list[float], ys: list[float]) -> list[list[int]]:
-    """Indices of the points on one spot (within 2% of the spans, as _label_groups), spot by spot."""
+def _span(values: list[float]) -> float:
+    return (max(values) - min(values)) or max(abs(max(values)), 1e-9)
+
+
+def _spot_members(xs: list[float], ys: list[float], spans: tuple[float, float] | None = None) -> list[list[int]]:
+    """Indices of the points on one spot (within 2% of the spans, as _label_groups; default: the
+    points' own), spot by spot."""
     if not xs:
         return []
-    x_span = (max(xs) - min(xs)) or max(abs(max(xs)), 1e-9)
-    y_span = (max(ys) - min(ys)) or max(abs(max(ys)), 1e-9)
+    x_span, y_span = spans or (_span(xs), _span(ys))
     spots: list[tuple[float, float, list[int]]] = []
     for i, (x, y) in enumerate(zip(xs, ys)):
         for gx, gy, members in spots:
@@ -65,16 +69,11 @@ def _spot_members(xs: list[float], ys: list[float]) -> list[list[int]]:
     return [members for _, _, members in spots]
 
 
-def _spots(xs: list[float], ys: list[float]) -> list[tuple[list[float], list[float], int]]:
-    """(xs, ys, count) of each spot."""
-    return [([xs[i] for i in m], [ys[i] for i in m], len(m)) for m in _spot_members(xs, ys)]
-
-
-def dodge_offsets(xs: list[float], ys: list[float]) -> list[float]:
+def dodge_offsets(xs: list[float], ys: list[float], spans: tuple[float, float] | None = None) -> list[float]:
     """A horizontal offset (points) per marker so that markers on one spot sit side by side around it,
     DODGE_POINTS apart, instead of on top of each other; a marker alone keeps offset 0."""
     offsets = [0.0] * len(xs)
-    for members in _spot_members(xs, ys):
+    for members in _spot_members(xs, ys, spans):
         for j, i in enumerate(members):
             offsets[i] = (j - (len(members) - 1) / 2) * DODGE_POINTS
     return offsets
@@ -84,7 +83,7 @@ def dodge_offsets(xs: list[float], ys: list[float]) -> list[float]:
 def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> Path | None:
     """One panel per schedule: x = peak device memory per rank (binary units), y = step time (ms).
     Colour = offload, marker = binding/mode; wrong results are vermillion crosses and never on the
-    front; markers on one spot are set side by side (dodge_offsets), each at its own offset; the
+    front; markers on one spot (wrong ones too) are set side by side (dodge_offsets); the
     Pareto front of correct cases is a dashed staircase with its points ringed and named.
     Returns None when no case has both peak_device_bytes and step_ms."""
     usable = [c for c in cases if c.value(PEAK_DEVICE.counter) is not None and c.value(STEP) is not None]
@@ -100,32 +99,27 @@ def plot_pareto(cases: list[Case], path: Path, title: str, time_label: str) -> P
     for ax in axes[n:]:
         ax.set_visible(False)
     for ax, (schedule, group) in zip(axes, per_schedule.items()):
-        # Correct (and unjudged) markers on one spot are set side by side; wrong ones, all alike, stay
-        # where they are and a spot of several says how many.
-        judged = [c for c in group if c.status != "wrong"]
-        offsets = dict(zip((c.key for c in judged), dodge_offsets(
-            [c.value(PEAK_DEVICE.counter) for c in judged], [c.value(STEP) for c in judged]))) if judged else {}
-        for c in judged:
+        # Markers on one spot are set side by side, wrong ones too (each is a case); correct ones on top.
+        spans = (_span([c.value(PEAK_DEVICE.counter) / scale for c in group]), _span([c.value(STEP) for c in group]))
+        offsets = dict(zip((c.key for c in group), dodge_offsets(
+            [c.value(PEAK_DEVICE.counter) / scale for c in group], [c.value(STEP) for c in group], spans)))
+        for c in group:
             where = offset_copy(ax.transData, fig=fig, x=offsets[c.key], y=0, units="points")
-            marker, _ = strategy_marker(c.key.strategy)
-            ax.plot(c.value(PEAK_DEVICE.counter) / scale, c.value(STEP), marker=marker, linestyle="", markersize=7,
-                    color=strategy_color(c.key.strategy), markeredgecolor="white", markeredgewidth=0.6, zorder=3,
-                    transform=where)
-        wrong = [c for c in group if c.status == "wrong"]
-        for xs_, ys_, n_here in _spots([c.value(PEAK_DEVICE.counter) / scale for c in wrong],
-                                       [c.value(STEP) for c in wrong]):
-            ax.plot(xs_, ys_, marker="X", color=WRONG, markersize=8, linestyle="", zorder=3,
-                    markeredgecolor="white", markeredgewidth=0.5)
-            if n_here > 1:
-                ax.annotate(f"{n_here} WRONG", (sum(xs_) / n_here, max(ys_)), xytext=(0, 7), textcoords="offset points",
-                            ha="center", fontsize=7.5, color=WRONG, fontweight="bold")
+            x, y = c.value(PEAK_DEVICE.counter) / scale, c.value(STEP)
+            if c.status == "wrong":
+                ax.plot(x, y, marker="X", color=WRONG, markersize=8, linestyle="", zorder=3, transform=where,
+                        markeredgecolor="white", markeredgewidth=0.5)
+            else:
+                marker, _ = strategy_marker(c.key.strategy)
+                ax.plot(x, y, marker=marker, linestyle="", markersize=7, color=strategy_color(c.key.strategy),
+                        markeredgecolor="white", markeredgewidth=0.6, zorder=4, transform=where)
         front = analysis.pareto_front(group)
         if front:
             xs = [p.memory_bytes / scale for p in front]
             ys = [p.step_ms for p in front]
             ax.step(xs, ys, where="post", color="black", linestyle="--", linewidth=1.1, zorder=2)
             for p, x, y in zip(front, xs, ys):  # the ring around the point's own (dodged) marker
-                ax.plot(x, y, marker="o", markersize=14, markerfacecolor="none", markeredgecolor="black", zorder=4,
+                ax.plot(x, y, marker="o", markersize=14, markerfacecolor="none", markeredgecolor="black", zorder=5,
                         transform=offset_copy(ax.transData, fig=fig, x=offsets.get(p.case.key, 0.0), y=0,
                                               units="points"))
             for i, (names, x, y) in enumerate(_label_groups(front, xs, ys)):

@@ -40,7 +40,6 @@ UNKNOWN = OKABE_ITO["yellow"]        # no correct counter
 MEASURED = OKABE_ITO["blue"]
 PREDICTED = "#D9D9D9"
 MISMATCH = OKABE_ITO["orange"]       # measured differs from predicted
-DIAGNOSIS = OKABE_ITO["black"]       # a text that explains a figure (e.g. the PCIe diagnosis)
 NEUTRAL = "#8C8C8C"                  # a remark on missing or zero data
 TIE = OKABE_ITO["reddish purple"]    # cases whose spreads overlap: no ranking claimed
 BOUND = OKABE_ITO["black"]           # the oracle's error bound
