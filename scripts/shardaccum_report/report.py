@@ -214,6 +214,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
         headers, rows = headers[1:], [r[1:] for r in rows]
     numeric = {headers.index(h) for h in ("step (ms)", "peak device (B)", "errors")}
     out.append(tables.md_table(headers, rows, right=numeric))
+    out.append("*Fastest* ranks medians; the next table names the cases tied with each (spreads overlap), among "
+               "which no ranking is claimed.\n")
     return "\n".join(out)
 
 
