@@ -1,5 +1,6 @@
 #include "bench/counters.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace shardaccum {
@@ -42,6 +43,8 @@ double field(const StepMetrics& m) {
 void CaseTotals::add(const StepMetrics& max, const std::vector<StepMetrics>& per_rank) {
   const auto plus = [](auto a, auto b) { return a + b; };
   sum.fold(max, plus);
+  step_min_ms = steps == 0 ? max.step_ms : std::min(step_min_ms, max.step_ms);
+  step_max_ms = steps == 0 ? max.step_ms : std::max(step_max_ms, max.step_ms);
   for (size_t r = 0; r < rank_sum.size() && r < per_rank.size(); ++r)
     rank_sum[r].fold(per_rank[r], plus);
   ++steps;
@@ -114,6 +117,11 @@ void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Predi
     if (d.model) c[d.model] = static_cast<double>(model.*d.model_of);
   }
   c["bytes_from_cupti"] = t.sum.bytes_from_cupti ? 1 : 0;
+  // The spread over steps behind the mean step_ms, plain (an extreme, not a sum).
+  if (t.steps > 0) {
+    c["step_ms_min"] = t.step_min_ms;
+    c["step_ms_max"] = t.step_max_ms;
+  }
   // A ratio of per-step means, not a sum: written as it is.
   c["nccl_busbw_gbps"] = nccl_busbw(t, world_size);
   // Per rank where ranks differ: the step time always, a peak when it is not the same everywhere

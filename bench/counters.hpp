@@ -21,6 +21,9 @@ struct CaseTotals {
   StepMetrics sum;
   std::vector<StepMetrics> rank_sum;
   int steps = 0;  // measured steps added so far
+  // The fastest and slowest step (max over ranks), ms: the spread the report draws (0 before any).
+  double step_min_ms = 0;
+  double step_max_ms = 0;
 
   explicit CaseTotals(int world_size) : rank_sum(world_size) {}
   /// Adds one step: `max` over ranks and each rank's figures (per_rank, at most world_size).
@@ -61,6 +64,7 @@ const std::vector<CeilingDef>& ceiling_table();
 double reduce_scatter_busbw_gbps(double bytes, double ms, int n);
 
 /// Writes every counter of a case: the tables' counters and model counterparts, nccl_busbw_gbps,
+/// step_ms_min/step_ms_max (the fastest and slowest measured step, plain: the spread over steps),
 /// the per-rank step times (and peaks where ranks differ), the oracle's verdict and the ceiling
 /// fractions against `ceilings` (all 0 on the host backend: no fraction is written).
 void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Prediction& model,

@@ -174,3 +174,42 @@ def missing_fraction_notes(cases: list[Case]) -> list[str]:
             notes.append(f"`{f.counter}` is missing from {lacking} of the {len(ran)} cases that ran {f.label} "
                          "(shown as –).")
     return notes
+
+
+# Counters whose 0 on a WRONG offloaded case, where the same strategy with another mode moves bytes and
+# is correct, means the case never brought its saved shard into the add: label (the diagnosis' bar).
+# Both are drawn on the H2D bar, which is 0 for such a case (room for the text).
+_BLIND_COUNTERS = (("h2d_bytes", "no H2D", "h2d_bytes"), ("cpu_add_bytes", "no CPU add", "h2d_bytes"))
+
+
+def blind_diagnosis(cases: list[Case]) -> dict[tuple[CaseKey, str], str]:
+    """{(case key, counter drawn): text} for WRONG cases with an offload whose H2D (or CPU add) bytes
+    are 0 while a correct case of the same schedule, binding, offload and division but another mode
+    moves some: the mode never saw the saved shard on the host (docs/DESIGN.md §3, FSDP1's `shape`).
+    The text names the mode that does see it and its bytes, e.g. 'no H2D (flag moves 17.4 GiB): never
+    saw the saved shard'."""
+    out = {}
+    for c in cases:
+        if c.status != "wrong" or c.key.strategy.offload == c.key.registry.axis("offload").default:
+            continue
+        for counter, what, drawn_on in _BLIND_COUNTERS:
+            if c.value(counter) != 0:
+                continue
+            seeing = [o for o in cases if o.status == "correct" and o.key.schedule == c.key.schedule
+                      and o.key.group == c.key.group and o.key.strategy.mode != c.key.strategy.mode
+                      and (o.key.strategy.binding, o.key.strategy.offload, o.key.strategy.division)
+                      == (c.key.strategy.binding, c.key.strategy.offload, c.key.strategy.division)
+                      and (o.value(counter) or 0) > 0]
+            if seeing:
+                o = min(seeing, key=lambda o: o.key.strategy.sort_key)
+                out[(c.key, drawn_on)] = (f"{what} ({o.key.strategy.mode} moves {_binary(o.value(counter))}): "
+                                          "never saw the saved shard")
+                break
+    return out
+
+
+def _binary(n: float) -> str:
+    for power, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 2 ** power:
+            return f"{n / 2 ** power:.3g} {unit}"
+    return f"{n:.0f} B"

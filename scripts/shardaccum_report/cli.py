@@ -7,6 +7,7 @@ usage (the message names the file), 3 = an internal error (a bug: please report 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import traceback
 from pathlib import Path
@@ -17,8 +18,11 @@ EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 REPORT_EPILOG = """\
 The report folder holds README.md (Markdown tables, readable on GitHub as it is) and PNG plots:
-step time by phase, peak device/pinned memory and PCIe bytes measured beside predicted, memory
-against step time with the Pareto front, the correctness matrix, phases against measured ceilings
+the fastest correct strategy within --device-gb/--pinned-gb, step time by phase with its spread,
+each strategy's accumulation cost against n^(K-1)S without offload (ties where the spread holds 0),
+peak device/pinned memory and PCIe/reduce-scatter bytes one bar a case (predicted marked where it
+differs), memory against step time with the Pareto front, the correctness matrix against
+err_bound, phases against measured ceilings
 (cuda runs), scaling with K and world size when the inputs hold several, and a timeline of one step
 per case from the trace (--trace, or trace.json beside a single input; scripts/run.sh writes one),
 drawn only when the trace's run_id is the input's (a trace of another run is named, not drawn).
@@ -31,6 +35,7 @@ example:
   python scripts/report.py run.json --name h200x2-llama2-7b
   python scripts/report.py run.json --trace trace.json --name with-timeline
   python scripts/report.py w2.json w4.json --name scaling --out-dir /tmp/reports
+  python scripts/report.py run.json --name fits-40g --device-gb 40 --pinned-gb 16
 
 exit status: 0 written, 2 bad input (unreadable/empty/malformed JSON or trace, NaN/Infinity tokens,
 nesting too deep, numbers beyond 1e150, no benchmarks, bad --name, a report folder holding an input
@@ -72,7 +77,19 @@ def _alpha(text: str) -> float:
     return value
 
 
+def _gigabytes(text: str) -> float:
+    """A budget in GB (1e9 bytes): a finite number >= 0; argparse names the flag in its error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GB (e.g. 80 or 0.5)") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of GB >= 0")
+    return value
+
+
 def report_parser() -> argparse.ArgumentParser:
+    from .budget import DEFAULT_DEVICE_GB, DEFAULT_PINNED_GB
     p = argparse.ArgumentParser(
         prog="report.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=REPORT_EPILOG,
         description="Turn shardaccum_bench Google Benchmark JSON into reports/NAME/README.md with plots.")
@@ -86,6 +103,11 @@ def report_parser() -> argparse.ArgumentParser:
                    help="a Perfetto/Chrome trace of the run (shardaccum_bench --trace TRACE.json): the report draws "
                         "one step per case from it as a timeline; repeat for several traces. Default: trace.json "
                         "beside the input when there is one input (scripts/run.sh writes it there)")
+    p.add_argument("--device-gb", type=_gigabytes, default=DEFAULT_DEVICE_GB, metavar="X",
+                   help="device memory per rank, in GB (1e9 bytes), of the table 'fastest correct strategy within X "
+                        f"GB of device and Y GB of pinned memory' (default {DEFAULT_DEVICE_GB:g}: an 80 GB GPU)")
+    p.add_argument("--pinned-gb", type=_gigabytes, default=DEFAULT_PINNED_GB, metavar="Y",
+                   help=f"pinned host memory per rank, in GB, of the same table (default {DEFAULT_PINNED_GB:g})")
     return p
 
 
@@ -136,7 +158,8 @@ def report_main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from .report import build_report
-        print(build_report(args.runs, args.name, args.out_dir, args.trace))
+        from .budget import Budget
+        print(build_report(args.runs, args.name, args.out_dir, args.trace, Budget(args.device_gb, args.pinned_gb)))
         return EXIT_OK
 
     return _guard("report.py", body)

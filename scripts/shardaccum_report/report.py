@@ -12,8 +12,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from . import analysis, tables
+from . import analysis, tables, views
 from .atomic import atomic_directory, carried_over
+from .budget import DEFAULT_DEVICE_GB, DEFAULT_PINNED_GB, Budget
 from .case import Group, Strategy, registry_of
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
 from .errors import InputError
@@ -56,14 +57,15 @@ def find_trace(paths: list[str | Path]) -> Path | None:
 
 
 def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "reports",
-                 traces: list[str | Path] | None = None) -> Path:
+                 traces: list[str | Path] | None = None, budget: Budget | None = None) -> Path:
     """Reads the files, writes OUT_DIR/NAME/README.md with its PNGs, and returns the README's path.
 
     `traces` are Perfetto/Chrome traces of shardaccum_bench --trace whose steps are drawn as
     timelines; when none is given, a trace.json beside a single input file is used if there is one.
     Runs of bench/real/run.py (real/... cases) may be among the inputs, beside their presets (real_section.py).
     A trace is drawn only when its run_id is an input's (identity.py); one that is not is named, with
-    the reason, in the report and on stderr.
+    the reason, in the report and on stderr. `budget` sets the fastest-within-memory table (default:
+    budget.DEFAULT_DEVICE_GB and DEFAULT_PINNED_GB).
     The folder is written complete in a temporary beside it and then renamed into place, replacing
     an older report of the same name. Raises InputError for a bad name, input file or trace (see
     loading.load_inputs, trace.load_trace) and OSError when the output cannot be written.
@@ -91,7 +93,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
         print(f"report.py: warning: {why}", file=sys.stderr)
     trace_set = TraceSet(drawn, found is not None, refused=refused)
     with atomic_directory(target) as tmp:
-        (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real), encoding="utf-8")
+        (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real, budget), encoding="utf-8")
     return target / "README.md"
 
 
@@ -108,7 +110,7 @@ def _file_for(run: Run, case: Case) -> RunFile:
 
 
 def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, target: Path | None = None,
-           real: Run | None = None) -> str:
+           real: Run | None = None, budget: Budget | None = None) -> str:
     """The README text; writes the PNGs into `folder` as a side effect. `target` is where the folder
     will end up (to link a trace inside it relatively); `real`, the real-system runs put beside the presets."""
     traces = traces if traces is not None else TraceSet()
@@ -121,6 +123,7 @@ def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, ta
         out.append(real_inputs(real))
     groups = run.groups()
     out.append(_summary(run, groups))
+    out.append(views.budget_section(groups, budget or Budget(DEFAULT_DEVICE_GB, DEFAULT_PINNED_GB)))
     for group, cases in groups.items():
         out.append(_group_section(run, group, cases, folder, time_label, traces, target))
     out.append(_trace_only_sections(run, folder, traces, target))
@@ -211,6 +214,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
         headers, rows = headers[1:], [r[1:] for r in rows]
     numeric = {headers.index(h) for h in ("step (ms)", "peak device (B)", "errors")}
     out.append(tables.md_table(headers, rows, right=numeric))
+    out.append("*Fastest* ranks medians; the next table names the cases tied with each (spreads overlap), among "
+               "which no ranking is claimed.\n")
     return "\n".join(out)
 
 
@@ -233,29 +238,34 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
     out.append(_details("Table: step time and phases (ms)", tables.phase_table(cases)))
 
+    out.append("### Accumulation cost\n")
+    out.append(views.accum_cost_part(cases, folder, slug, group.title, time_label))
+
     out.append("### Timeline of one step\n")
     out.append(_timeline_part(group, cases, folder, traces, target, run.backend))
 
     out.append("### Peak memory\n")
     png = plot_measured_predicted(cases, MEMORY_PAIRS, folder / f"{slug}.memory.png", group.title)
-    out.append(_image("Peak device and pinned memory, measured beside predicted", png) if png else
+    out.append(_image("Peak device and pinned memory, one bar a case, predicted marked where it differs", png) if png else
                "Skipped: no case has peak memory counters.\n")
     notes = analysis.missing_notes(cases, [c for p in MEMORY_PAIRS for c in (p.counter, p.model)])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
-    out.append(_mismatch_sentence(cases, MEMORY_PAIRS))
+    out.append(views.mismatch_sentence(cases, MEMORY_PAIRS))
     out.append(_details("Table: peak memory per rank (bytes)", tables.paired_table(cases, MEMORY_PAIRS)))
 
     out.append("### PCIe traffic\n")
-    png = plot_measured_predicted(cases, TRAFFIC_PAIRS, folder / f"{slug}.pcie.png", group.title)
-    out.append(_image("PCIe bytes per step, measured beside predicted", png) if png else
-               "Skipped: no case has `h2d_bytes` or `d2h_bytes`.\n")
+    traffic = TRAFFIC_PAIRS + (NCCL_INPUT,)
+    diagnosis = analysis.blind_diagnosis(cases)
+    png = plot_measured_predicted(cases, traffic, folder / f"{slug}.pcie.png", group.title, diagnosis)
+    out.append(_image("PCIe and reduce-scatter bytes per step, predicted marked where it differs", png) if png else
+               "Skipped: no case has `h2d_bytes`, `d2h_bytes` or `nccl_input_bytes`.\n")
+    out.append(views.diagnosis_sentence(diagnosis))
     sources = {_file_for(run, c).context.get("bytes_source") for c in cases} - {None}
     if sources:
         out.append(f"Measured bytes come from {', '.join(sorted(sources))}.\n")
-    traffic = TRAFFIC_PAIRS + (NCCL_INPUT,)
     notes = analysis.missing_notes(cases, [c for p in traffic for c in (p.counter, p.model)])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
-    out.append(_mismatch_sentence(cases, traffic))
+    out.append(views.mismatch_sentence(cases, traffic))
     out.append(_details("Table: H2D, D2H and reduce-scatter input bytes per rank and step",
                         tables.paired_table(cases, traffic)))
 
@@ -276,7 +286,9 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     png = plot_correctness(cases, folder / f"{slug}.correctness.png", group.title)
     out.append(_image("Correctness matrix", png))
     out.append("✓ correct, ✗ **WRONG** (error above the oracle's bound), ⚠ the case failed; the number is "
-               "`max_rel_err` = ‖out − ref‖ / ‖ref‖, the largest over repetitions.\n")
+               "`max_rel_err` = ‖out − ref‖ / ‖ref‖, the largest over repetitions. The right panel draws it on a "
+               "log axis against each case's `err_bound` (the black tick), the bound the dtypes' roundings "
+               "allow (docs/DESIGN.md §5).\n")
     out.append(tables.correctness_table(cases))
     if any(c.error is not None for c in cases):
         out.append("Cases that failed with an error:\n")
@@ -285,21 +297,6 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     out.append("### Phases against measured ceilings\n")
     out.append(_ceiling_part(run, cases, folder, slug, group))
     return "\n".join(out)
-
-
-def _mismatch_sentence(cases: list[Case], pairs) -> str:
-    bad = [(c, p) for c in cases for p in pairs if analysis.mismatched(c, p)]
-    compared = [(c, p) for c in cases for p in pairs if analysis.deviation(c, p) is not None]
-    if not compared:
-        return ""
-    if not bad:
-        return (f"Measured matches predicted within {analysis.MISMATCH_TOLERANCE:.0%} in all {len(compared)} "
-                "comparisons.\n")
-    listed = "; ".join(f"{c.key.schedule} {c.key.strategy.display} {p.counter} "
-                       f"{tables.fmt_deviation(analysis.deviation(c, p))}" for c, p in bad[:8])
-    more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
-    return (f"**Measured differs from predicted by more than {analysis.MISMATCH_TOLERANCE:.0%} in {len(bad)} of "
-            f"{len(compared)} comparisons**: {tables.escape(listed)}{more}.\n")
 
 
 def _ceiling_part(run: Run, cases: list[Case], folder: Path, slug: str, group: Group) -> str:

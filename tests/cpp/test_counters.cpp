@@ -47,6 +47,11 @@ TEST(Counters, PerStepFiguresAreSumsThatGoogleBenchmarkAverages) {
   EXPECT_EQ(c.at("model_h2d_bytes").value, 2000.0);
   EXPECT_EQ(c.at("model_h2d_bytes").flags, Counter::kDefaults);
   EXPECT_EQ(c.at("model_peak_device_bytes").value, 650.0);
+  // The spread over steps: the fastest and the slowest step, plain (not averaged).
+  EXPECT_EQ(c.at("step_ms_min").value, 1.5);
+  EXPECT_EQ(c.at("step_ms_min").flags, Counter::kDefaults);
+  EXPECT_EQ(c.at("step_ms_max").value, 2.5);
+  EXPECT_EQ(c.at("step_ms_max").flags, Counter::kDefaults);
   EXPECT_EQ(c.at("correct").value, 0.0);  // no step was checked
   // One rank: no per-rank counters; no CUPTI: none of CUPTI's counters.
   EXPECT_EQ(c.count("step_ms_rank0"), 0u);

@@ -44,7 +44,7 @@ def test_banner_and_run_identity(host_report, host_doc):
 def test_every_plot_is_written_non_empty_and_linked_relatively(host_report):
     readme, text, _ = host_report
     links = _images(text)
-    kinds = {"step_phases", "memory", "pcie", "pareto", "correctness"}
+    kinds = {"step_phases", "accum_cost", "memory", "pcie", "pareto", "correctness"}
     assert {link.split(".")[-2] for link in links} == kinds
     for link in links:
         assert "/" not in link and not link.startswith("http"), link

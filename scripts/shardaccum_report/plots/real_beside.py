@@ -8,10 +8,10 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from ..pairing import Pair
-from .style import WRONG, new_figure, save, styled
+from .style import OKABE_ITO, WRONG, new_figure, save, styled
 
-REAL = "#D55E00"    # vermillion: the real system, in every real-beside-preset plot
-PRESET = "#0072B2"  # blue: the suite's preset case
+REAL = OKABE_ITO["reddish purple"]  # the real system, in every real-beside-preset plot (vermillion is WRONG)
+PRESET = OKABE_ITO["blue"]          # the suite's preset case
 
 
 def _fmt(value: float, unit: str) -> str:

@@ -29,19 +29,27 @@ RC = {
     "savefig.dpi": 110,
 }
 
-WRONG = "#D62728"        # red: a wrong result, everywhere
-ERROR = "#8C8C8C"        # grey: the case ended with an error
-CORRECT = "#7FBF7B"      # green: correct
-UNKNOWN = "#F6E8A6"      # pale yellow: no correct counter
-MEASURED = "#2B5C8A"
+# Okabe-Ito (Okabe & Ito 2008, "Color Universal Design"): told apart under the common colour-vision
+# deficiencies. Every plot takes its colours from here (phases: counters.PHASES, the same palette).
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
+             "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7"}
+WRONG = OKABE_ITO["vermillion"]      # a wrong result, everywhere
+ERROR = "#8C8C8C"                    # grey: the case ended with an error
+CORRECT = OKABE_ITO["sky blue"]      # correct (blue against vermillion, not green against red)
+UNKNOWN = OKABE_ITO["yellow"]        # no correct counter
+MEASURED = OKABE_ITO["blue"]
 PREDICTED = "#D9D9D9"
-MISMATCH = "#B35806"     # dark orange: measured differs from predicted
+MISMATCH = OKABE_ITO["orange"]       # measured differs from predicted
+NEUTRAL = "#8C8C8C"                  # a remark on missing or zero data
+TIE = OKABE_ITO["reddish purple"]    # cases whose spreads overlap: no ranking claimed
+BOUND = OKABE_ITO["black"]           # the oracle's error bound
 
 # Styles by a value's position in the registry's order (so a new value gets one without an edit
 # here): today's none, gpu-add, cpu-add, copy take the first four colours; today's binding x mode
 # pairs (data/flag, data/shape, data-free/flag, data-free/shape) the first four markers.
-OFFLOAD_PALETTE = ("#4D4D4D", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#8C6D31", "#F0C808")
-UNKNOWN_OFFLOAD = "#984EA3"  # a value the registry does not list
+OFFLOAD_PALETTE = ("#4D4D4D", OKABE_ITO["blue"], OKABE_ITO["bluish green"], OKABE_ITO["orange"],
+                   OKABE_ITO["reddish purple"], OKABE_ITO["sky blue"], OKABE_ITO["yellow"], OKABE_ITO["black"])
+UNKNOWN_OFFLOAD = "#B0B0B0"  # a value the registry does not list
 MARKER_PALETTE = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("*", "-."),
                   ("h", ":"))
 UNKNOWN_MARKER = ("P", (0, (1, 3)))
