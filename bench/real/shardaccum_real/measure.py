@@ -93,6 +93,15 @@ def profiled_step(system, state, schedule: str, step: int, device) -> dict:
     return trace.analyse(events)
 
 
+def pinned_allocated(device) -> int | None:
+    """Pinned host bytes the caching host allocator holds for live tensors now (host_memory_stats()
+    'allocated_bytes.current'); None on the CPU or when torch does not report it."""
+    if device.type != "cuda":
+        return None
+    v = torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY.replace(".peak", ".current"))
+    return None if v is None else int(v)
+
+
 def device_allocated(device) -> int | None:
     """torch.cuda.memory_allocated after a synchronize (bytes); None on the CPU."""
     if device.type != "cuda":

@@ -14,23 +14,27 @@ COUNTERS = ("step_ms", "step_ms_median", "step_ms_min", "step_ms_max", "accum_co
             "d2h_bytes", "h2d_bytes", "d2h_ms", "h2d_ms", "d2h_pageable_bytes", "param_h2d_bytes",
             "param_d2h_bytes", "param_h2d_ms", "meta_h2d_bytes", "reduce_scatter_ms", "all_gather_ms", "all_reduce_ms", "nccl_ms",
             "cpu_add_ms", "peak_device_bytes", "device_baseline_bytes", "device_leftover_bytes",
+            "pinned_leftover_bytes",
             "peak_pinned_bytes", "correct",
             "max_rel_err", "err_bound", "k", "world_size", "tokens")
 
 
-def net_of_leftover(counters: dict, leftover: int | None) -> dict:
-    """The device memory figures of one case net of what earlier cases of the process left allocated
-    (`leftover`, bytes: torch.cuda.memory_allocated before the case built anything; None on the CPU).
-    That memory belongs to dead objects (FSDP1's hooks keep them reachable: bench/real/README.md) and
-    stays constant during the case, so peak - leftover is the case's own peak. The leftover itself is
-    kept as device_leftover_bytes, so nothing is hidden. Returns a new dict."""
+def net_of_leftover(counters: dict, leftover: int | None, pinned_leftover: int | None = None) -> dict:
+    """The memory figures of one case net of what earlier cases of the process left allocated: device
+    (`leftover`, bytes: torch.cuda.memory_allocated before the case built anything) and pinned host
+    (`pinned_leftover`: the caching host allocator's allocated_bytes.current then); None on the CPU.
+    That memory belongs to dead objects (FSDP1's hooks, DeepSpeed's pinned buffers: bench/real/README.md)
+    and stays allocated during the case, so peak - leftover is the case's own peak. The leftovers are
+    kept as device_leftover_bytes and pinned_leftover_bytes, so nothing is hidden. Returns a new dict."""
     out = dict(counters)
-    if leftover is None:
-        return out
-    out["device_leftover_bytes"] = leftover
-    for key in ("peak_device_bytes", "device_baseline_bytes"):
-        if out.get(key) is not None:
-            out[key] = max(0, out[key] - leftover)
+    for left, name, keys in ((leftover, "device_leftover_bytes", ("peak_device_bytes", "device_baseline_bytes")),
+                             (pinned_leftover, "pinned_leftover_bytes", ("peak_pinned_bytes",))):
+        if left is None:
+            continue
+        out[name] = left
+        for key in keys:
+            if out.get(key) is not None:
+                out[key] = max(0, out[key] - left)
     return out
 
 

@@ -86,6 +86,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     # FSDP1 with CPUOffload(offload_params=True) expects the module on the CPU (it moves what it shards).
     build_on = torch.device("cpu") if case.system == "fsdp1" and case.offload == "cpu" else device
     leftover = measure.device_allocated(device)  # what earlier cases left (output.net_of_leftover)
+    pinned_leftover = measure.pinned_allocated(device)
     wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
     system = _make_system(case, wl, plan, device, world)
     settings.append((case.system, system.settings()))
@@ -102,7 +103,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
         correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, system.pieces(rank)),
                                               world)
         counters = output.net_of_leftover(dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound),
-                                          leftover)
+                                          leftover, pinned_leftover)
         profiled = measure.profiled_step(system, state, case.schedule, step + 1, device)
         sources = profiled.pop(trace.SOURCES_KEY, {})
         if sources:
