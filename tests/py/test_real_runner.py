@@ -349,6 +349,10 @@ def test_device_figures_are_net_of_what_earlier_cases_left():
     assert c["peak_device_bytes"] == 9_000  # the input is not changed
     assert net_of_leftover(c, None) == c  # on the CPU there is nothing to subtract
     assert net_of_leftover({"peak_device_bytes": 10}, 0)["device_leftover_bytes"] == 0
+    # pinned host memory that earlier cases left (DeepSpeed's buffers) comes off the pinned peak alike
+    got = net_of_leftover({"peak_pinned_bytes": 16_000, "peak_device_bytes": 50}, 10, 8_000)
+    assert got == {"peak_pinned_bytes": 8_000, "pinned_leftover_bytes": 8_000, "peak_device_bytes": 40,
+                   "device_leftover_bytes": 10}
 
 
 def test_files_named_by_flags_are_checked_before_torch(tmp_path):

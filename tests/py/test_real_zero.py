@@ -129,3 +129,13 @@ def test_run_real_sh_takes_the_deepspeed_systems(tmp_path):
     bad = subprocess.run(["bash", str(sh), "--systems", "zero1", "--bench", str(bench), str(run),
                           str(tmp_path / "o")], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "zero3 or zero2" in bad.stderr
+
+
+def test_the_commit_comes_from_the_environment_when_set(monkeypatch):
+    """On a GPU machine the tree's .git is not the commit that ran: SHARDACCUM_GIT_COMMIT says it, as for
+    shardaccum_bench (the recorded DeepSpeed JSONs read 73c19f5-dirty for want of this)."""
+    from shardaccum_real import context
+    monkeypatch.setenv("SHARDACCUM_GIT_COMMIT", "0123abc")
+    assert context.git_commit() == "0123abc"
+    monkeypatch.delenv("SHARDACCUM_GIT_COMMIT")
+    assert context.git_commit() != "0123abc"

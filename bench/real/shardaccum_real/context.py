@@ -19,7 +19,11 @@ TIME_DOMAIN = {"cuda": "wall-clock around torch.cuda.synchronize(): GPU time",
 
 
 def git_commit() -> str:
-    """HEAD of the checkout the runner lives in, '-dirty' appended when it has changes; 'unknown' without git."""
+    """SHARDACCUM_GIT_COMMIT when set (as shardaccum_bench reads it, bench/run_context.cpp: a copy of the
+    tree whose .git is not its commit, e.g. on a GPU machine), else HEAD of the checkout the runner lives
+    in, '-dirty' appended when it has changes; 'unknown' without git."""
+    if os.environ.get("SHARDACCUM_GIT_COMMIT"):
+        return os.environ["SHARDACCUM_GIT_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10).stdout.strip()

@@ -60,8 +60,9 @@ def plot_real_beside(pairs: list[Pair], metric: str, unit: str, path: Path, titl
         ax.set_ylim(bottom, top)
         ax.set_xticks(range(len(mine)), [f"{p.key.schedule}\noffload {p.key.offload}" for p in mine])
         mapped = {p.key.offload: p.preset_key.strategy.label for p in mine if p.preset_key}
-        mapping = "; ".join(f"offload {o} → {label}" for o, label in mapped.items()) or "no preset in the registry"
-        ax.set_title(f"real {system} beside preset {system} ({mapping})")
+        mapping = "; ".join(f"offload {o} → {label}" for o, label in mapped.items())
+        ax.set_title(f"real {system} beside preset {system} ({mapping})" if mapping else
+                     f"real {system}, shown alone: the registry has no preset {system}")
         ax.set_ylabel(ylabel)
     handles = [Patch(color=REAL, label="real system"), Patch(color=PRESET, label="suite preset"),
                Patch(facecolor="white", edgecolor=WRONG, hatch="//", label="WRONG result")]
