@@ -14,20 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/model_layouts.hpp"
+#include "tests/cpp/layout_checks.hpp"
 
 namespace shardaccum {
 namespace {
 
 using nlohmann::json;
+using testing_layouts::read_config;
 using Shape = std::vector<uint64_t>;
 
 const std::vector<std::string> kDirs = {SHARDACCUM_CONFIG_DIR};
-
-json read_config(const std::string& name) {
-  std::ifstream in(std::string(SHARDACCUM_CONFIG_DIR) + "/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  return json::parse(in);
-}
 
 /// The names of the params of `l`'s unit `unit`, in order.
 std::vector<std::string> param_names(const Layout& l, size_t unit) {
@@ -91,24 +87,7 @@ TEST_P(PublishedTotal, EqualsTheModelsParameterCount) {
 // The bench/real/ contract, per family: params at running offsets fill each unit exactly, every
 // dimension >= 1, names unique across the layout.
 TEST_P(PublishedTotal, ParamsFillEachUnitWithUniqueNames) {
-  const Layout l = load_layout(GetParam().config, kDirs);
-  std::set<std::string> names;
-  for (const FlatParam& u : l.units) {
-    ASSERT_FALSE(u.params.empty()) << u.name;
-    uint64_t offset = 0;
-    for (const Param& p : u.params) {
-      EXPECT_EQ(p.offset, offset) << p.name;
-      ASSERT_FALSE(p.shape.empty()) << p.name;
-      uint64_t n = 1;
-      for (uint64_t d : p.shape) {
-        EXPECT_GE(d, 1u) << p.name;
-        n *= d;
-      }
-      offset += n;
-      EXPECT_TRUE(names.insert(p.name).second) << "repeated name " << p.name;
-    }
-    EXPECT_EQ(offset, u.numel) << u.name;
-  }
+  testing_layouts::expect_params_fill_units(load_layout(GetParam().config, kDirs));
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedConfigs, PublishedTotal, ::testing::ValuesIn(kPublished),

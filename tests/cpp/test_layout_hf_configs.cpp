@@ -13,19 +13,15 @@
 
 #include "bench/hf_families.hpp"
 #include "bench/model_layouts.hpp"
+#include "tests/cpp/layout_checks.hpp"
 
 namespace shardaccum {
 namespace {
 
 using nlohmann::json;
+using testing_layouts::read_config;
 
 const std::vector<std::string> kDirs = {SHARDACCUM_CONFIG_DIR};
-
-json read_config(const std::string& name) {
-  std::ifstream in(std::string(SHARDACCUM_CONFIG_DIR) + "/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  return json::parse(in);
-}
 
 /// `f` must throw std::invalid_argument naming --model and containing every one of `needles`.
 template <class F>

@@ -14,38 +14,16 @@
 
 #include "bench/layout_json.hpp"
 #include "bench/model_layouts.hpp"
+#include "tests/cpp/layout_checks.hpp"
 
 namespace shardaccum {
 namespace {
 
 using nlohmann::json;
+using testing_layouts::expect_params_fill_units;
 using Shape = std::vector<uint64_t>;
 
 const std::vector<std::string> kDirs = {SHARDACCUM_CONFIG_DIR};
-
-/// The contract of bench/real/: params at running offsets, shapes multiplying out to the unit's
-/// numel, every dimension >= 1, names unique within the layout.
-void expect_params_fill_units(const Layout& l) {
-  SCOPED_TRACE(l.name);
-  std::set<std::string> names;
-  for (const FlatParam& u : l.units) {
-    ASSERT_FALSE(u.params.empty()) << u.name;
-    uint64_t offset = 0;
-    for (const Param& p : u.params) {
-      EXPECT_EQ(p.offset, offset) << p.name;
-      ASSERT_FALSE(p.shape.empty()) << p.name;
-      uint64_t n = 1;
-      for (uint64_t d : p.shape) {
-        EXPECT_GE(d, 1u) << p.name;
-        n *= d;
-      }
-      EXPECT_EQ(p.numel(), n) << p.name;
-      offset += n;
-      EXPECT_TRUE(names.insert(p.name).second) << "repeated name " << p.name;
-    }
-    EXPECT_EQ(offset, u.numel) << u.name;
-  }
-}
 
 /// The param named `name` of `l`'s unit `unit`; fails the test when it is not there.
 const Param& find_param(const Layout& l, const std::string& unit, const std::string& name) {
