@@ -47,18 +47,9 @@ std::vector<std::string> expand(const std::vector<std::string>& values,
 /// `--model all`: the stems of the *.json files in the config directories, sorted, each once
 /// (the names `--model` accepts; bench/model_layouts.hpp looks them up in the same directories).
 std::vector<std::string> every_model_name(const std::vector<std::string>& dirs) {
-  namespace fs = std::filesystem;
-  std::set<std::string> names;
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code ec2;
-      if (it->path().extension() == ".json" && it->is_regular_file(ec2))
-        names.insert(it->path().stem().string());
-    }
-  }
+  std::vector<std::string> names = shipped_model_names(dirs);
   if (names.empty()) throw CliError("--model all: no NAME.json config found in " + joined(dirs));
-  return {names.begin(), names.end()};
+  return names;
 }
 
 std::vector<int> world_sizes(const BenchOptions& o, int default_world, int max_world,

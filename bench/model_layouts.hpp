@@ -88,6 +88,10 @@ std::vector<std::string> shipped_model_names(const std::vector<std::string>& dir
 
 /// The `--help` phrase for --model's names and files: the shipped names found in `dirs` and the
 /// supported model_types, so the help lists what the build really accepts.
+/// Stems of the *.json files in `dirs` (unreadable folders skipped), sorted and unique: the shipped
+/// names `--model` accepts, and what `--model all` runs.
+std::vector<std::string> shipped_model_names(const std::vector<std::string>& dirs);
+
 std::string model_choices_help(const std::vector<std::string>& dirs);
 
 }  // namespace shardaccum
