@@ -2,8 +2,6 @@
 // sizes, K and schedules, strategies and dtypes, each a list or `all` where a finite list exists.
 #include <algorithm>
 #include <climits>
-#include <filesystem>
-#include <set>
 
 #include "bench/cli.hpp"
 #include "bench/cli_values.hpp"
