@@ -95,9 +95,15 @@ def profiled_step(system, state, schedule: str, step: int, device) -> dict:
 
 def pinned_allocated(device) -> int | None:
     """Pinned host bytes the caching host allocator holds for live tensors now (host_memory_stats()
-    'allocated_bytes.current'); None on the CPU or when torch does not report it."""
+    'allocated_bytes.current', after a synchronize and torch._C._host_emptyCache()); None on the CPU or
+    when torch does not report it."""
     if device.type != "cuda":
         return None
+    torch.cuda.synchronize(device)
+    # Blocks freed while copies on them were pending are released only when the caching host allocator
+    # next processes its events; emptying its cache does that, so what is counted is what is alive.
+    if hasattr(torch._C, "_host_emptyCache"):
+        torch._C._host_emptyCache()
     v = torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY.replace(".peak", ".current"))
     return None if v is None else int(v)
 
