@@ -41,6 +41,12 @@ sa_gpu_count() {
   echo "${n:-0}"
 }
 
+# True when this machine shows an NVIDIA GPU: nvidia-smi lists one, or the device node $SA_NVIDIA_DEV
+# (default /dev/nvidia0; the tests point it elsewhere) exists. It decides whether CUDA is built.
+sa_gpu_visible() {
+  (( $(sa_gpu_count) > 0 )) || [[ -e "${SA_NVIDIA_DEV:-/dev/nvidia0}" ]]
+}
+
 # --- Python -----------------------------------------------------------------------------------------
 # The report tool needs matplotlib, numpy and scipy; the Python tests also need pytest.
 sa_py_modules() {
@@ -106,6 +112,29 @@ sa_use_preset() {
   SA_PRESET=$1
   # shellcheck disable=SC2034  # used by run.sh
   SA_BENCH="$SA_BUILD_DIR/bench/shardaccum_bench"
+}
+
+# sa_pick_preset CUDA_ASKED: picks the preset run.sh and test.sh build (then sa_use_preset) and says
+# why: $SHARDACCUM_PRESET when set; else `default` (build/, with the nvcc pass) when CUDA_ASKED is 1
+# (--cuda) or a GPU is visible; else `host` (build-host/): with no GPU to run them, compiling the CUDA
+# sources only costs minutes. --cuda with SHARDACCUM_PRESET other than default: exit 2.
+sa_pick_preset() {
+  local asked=${1:-0}
+  if [[ -n "${SHARDACCUM_PRESET:-}" ]]; then
+    [[ "$asked" == 1 && "$SHARDACCUM_PRESET" != default ]] \
+      && SA_DIE_CODE=2 sa_die "--cuda needs the preset default, not SHARDACCUM_PRESET=$SHARDACCUM_PRESET"
+    sa_use_preset "$SHARDACCUM_PRESET"
+    sa_say "preset $SA_PRESET (SHARDACCUM_PRESET)"
+  elif [[ "$asked" == 1 ]]; then
+    sa_use_preset default
+    sa_say "preset default (--cuda): build/, CUDA backend when nvcc is found"
+  elif sa_gpu_visible; then
+    sa_use_preset default
+    sa_say "preset default (a GPU is visible): build/, CUDA backend when nvcc is found"
+  else
+    sa_use_preset host
+    sa_say "preset host (no GPU visible): build-host/, no CUDA compile; --cuda builds it (build/)"
+  fi
 }
 
 # sa_build [TARGET...]: configures the preset $SA_PRESET (`default`: build/, CUDA when nvcc is found;

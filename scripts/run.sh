@@ -8,12 +8,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/run.sh [--name NAME] [--part I/N] [--no-install] [--no-trace | --full-trace] [--no-real] [-- SHARDACCUM_BENCH_FLAGS...]
+usage: scripts/run.sh [--name NAME] [--part I/N] [--no-install] [--cuda] [--no-trace | --full-trace] [--no-real] [-- SHARDACCUM_BENCH_FLAGS...]
 
 The main job of shardaccum, the first command to run on a fresh machine:
   1. installs what is missing (scripts/install_deps.sh --for run; nothing when all is there),
-  2. configures and builds shardaccum_bench (CMake preset `default`, folder build/; the CUDA
-     backend is built when nvcc is found; SHARDACCUM_PRESET=host: folder build-host/, no CUDA),
+  2. configures and builds shardaccum_bench: with a GPU visible (nvidia-smi lists one, or
+     /dev/nvidia0) CMake preset `default`, folder build/, the CUDA backend built when nvcc is
+     found; with no GPU visible preset `host`, folder build-host/, no nvcc pass (--cuda: `default`),
   3. runs shardaccum_bench --backend auto over its default matrix: on 2 or more GPUs, llama2-7b on
      every visible GPU; on one GPU the single-GPU reference job (uniform:16x64M and gpt2-xl, 1 warm-up
      and 2 measured steps); on a machine with no GPU, the host backend (uniform:8x1M, world size 2,
@@ -40,6 +41,8 @@ options:
                   job longer than one command; needs --name: the part goes to
                   reports/NAME.part-I-of-N/. Join the parts' run.json with scripts/merge.py
   --no-install    do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+  --cuda          build the preset `default` (build/, CUDA backend when nvcc is found) even with no
+                  GPU visible (also: SHARDACCUM_PRESET=default)
   --no-trace      write no trace (reports/NAME/trace.json); the report then has no timeline
   --full-trace    keep every measured step of every case in the trace (about 3 times larger
                   with the default 3 measured steps; open it in ui.perfetto.dev)
@@ -57,8 +60,9 @@ examples:
   scripts/run.sh --name big --part 1/2 ; scripts/run.sh --name big --part 2/2
   python3 scripts/merge.py reports/big.part-{1,2}-of-2/run.json --out big.json
 
-environment: SHARDACCUM_JOBS=N limits parallel build jobs; SHARDACCUM_PRESET=host|debug builds
-with that CMake preset instead (build-host/, build-debug/: no nvcc); SHARDACCUM_PYTHON=PATH is the
+environment: SHARDACCUM_JOBS=N limits parallel build jobs; SHARDACCUM_PRESET=default|host|debug
+builds with that CMake preset whether or not a GPU is visible (build/, build-host/, build-debug/;
+only default runs nvcc); SHARDACCUM_PYTHON=PATH is the
 Python for the report tool. NCCL_NVLS_ENABLE=0,
 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
 
@@ -74,6 +78,7 @@ part=""          # --part I/N: one slice of the case matrix
 install=1
 trace_mode=first   # first: the first measured step of each case; full: every step; none: no trace
 real=1             # 0: --no-real
+cuda=0             # 1: --cuda, build the preset default with no GPU visible
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 bench_args=()
 while [[ $# -gt 0 ]]; do
@@ -83,6 +88,7 @@ while [[ $# -gt 0 ]]; do
     --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
     --part=*) part=${1#--part=}; shift ;;
     --no-install) install=0; shift ;;
+    --cuda) cuda=1; shift ;;
     --no-trace) trace_mode=none; shift ;;
     --full-trace) trace_mode=full; shift ;;
     --no-real) real=0; shift ;;
@@ -128,7 +134,7 @@ if [[ -n "$part" ]]; then
   bench_args=(--part "$part" ${bench_args[@]+"${bench_args[@]}"})
   folder="$name.part-${part%/*}-of-${part#*/}"
 fi
-sa_use_preset "${SHARDACCUM_PRESET:-default}"
+sa_pick_preset "$cuda"
 
 # 1. Dependencies, 2. build.
 if (( install )); then
@@ -161,8 +167,8 @@ if ! "$SA_BENCH" --list ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+
   cat "$list_err" >&2
   SA_DIE_CODE=2 sa_die "shardaccum_bench rejected the arguments (see above; ${SA_BENCH#"$SA_ROOT/"} --help)"
 fi
-summary_line=$(tail -n 1 "$list_err")               # "N cases on backend B"
-backend=$(sed -n 's/.* cases on backend \([a-z]*\).*/\1/p' <<<"$summary_line")
+summary_line=$(tail -n 1 "$list_err")               # "N cases on backend B" ("1 case" too)
+backend=$(sed -n 's/.* cases\{0,1\} on backend \([a-z]*\).*/\1/p' <<<"$summary_line")
 n_cases=${summary_line%% *}
 gpus=$(sa_gpu_count)
 
@@ -171,7 +177,7 @@ if [[ "$backend" == host ]]; then
     sa_banner "backend host (requested): times are host wall-clock, not GPU times."
   elif (( gpus > 0 )); then
     sa_banner "$gpus GPU(s) listed by nvidia-smi, but shardaccum_bench sees none: this build has no CUDA" \
-              "backend (nvcc not found when build/ was configured) or CUDA cannot use the GPUs." \
+              "backend (preset $SA_PRESET, or nvcc not found when ${SA_BUILD_DIR#"$SA_ROOT/"}/ was configured) or CUDA cannot use the GPUs." \
               "Running the HOST backend: times are host wall-clock, not GPU times."
   else
     sa_banner "no GPU visible: running the host backend; times are host wall-clock, not GPU times." \

@@ -8,21 +8,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 usage() {
   cat <<'EOF'
-usage: scripts/test.sh [--no-install]
+usage: scripts/test.sh [--no-install] [--cuda]
 
 Runs every test of shardaccum, the second command to run on a fresh machine:
   1. installs what is missing (scripts/install_deps.sh; nothing when all is there),
-  2. configures and builds everything (CMake preset `default`, folder build/),
-  3. the C++ tests: ctest --test-dir build --output-on-failure -L host (GoogleTest, host backend),
+  2. configures and builds everything: with a GPU visible (nvidia-smi lists one, or /dev/nvidia0)
+     CMake preset `default`, folder build/, CUDA when nvcc is found; with no GPU visible preset
+     `host`, folder build-host/, no nvcc pass (--cuda: `default`),
+  3. the C++ tests: ctest --test-dir DIR --output-on-failure -L host (GoogleTest, host backend),
      and -L gpu when nvidia-smi lists a GPU (otherwise they are skipped, and this says so),
-  4. the Python tests of the report and compare tools: python -m pytest tests/py -q.
+  4. the Python tests of the report and compare tools: python -m pytest tests/py -q (the tests
+     that start shardaccum_bench use the build of step 2).
 Every stage runs even when an earlier test stage failed; a summary closes the output.
 
 options:
   --no-install   do not run scripts/install_deps.sh (also: SHARDACCUM_NO_INSTALL=1)
+  --cuda         build the preset `default` (build/, CUDA when nvcc is found) with no GPU visible
+                 (also: SHARDACCUM_PRESET=default)
   -h, --help     this text
 
-environment: SHARDACCUM_JOBS=N limits parallel build and ctest jobs. NCCL_NVLS_ENABLE=0,
+environment: SHARDACCUM_JOBS=N limits parallel build and ctest jobs; SHARDACCUM_PRESET=default|host|debug
+builds that preset whether or not a GPU is visible. NCCL_NVLS_ENABLE=0,
 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1 are always exported.
 
 exit status: 0 every stage passed; 1 a stage failed or could not run (pytest collecting no test
@@ -32,10 +38,12 @@ EOF
 
 t_start=$SECONDS
 install=1
+cuda=0
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-install) install=0; shift ;;
+    --cuda) cuda=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) SA_DIE_CODE=2 sa_die "unknown argument '$1' (see --help)" ;;
   esac
@@ -56,6 +64,8 @@ if (( install )); then
 fi
 
 # 2. Build everything (the library, shardaccum_bench, the test binaries).
+sa_pick_preset "$cuda"
+build_dir=${SA_BUILD_DIR#"$SA_ROOT/"}
 # shellcheck disable=SC2119  # no target: build everything
 sa_build
 cd "$SA_ROOT"
@@ -63,8 +73,8 @@ jobs=${SHARDACCUM_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # 3. C++ tests.
 t=$SECONDS
-sa_say "C++ tests, label host: ctest --test-dir build --output-on-failure -L host -j $jobs"
-if ctest --test-dir build --output-on-failure --no-tests=error -L host -j "$jobs"; then
+sa_say "C++ tests, label host: ctest --test-dir $build_dir --output-on-failure -L host -j $jobs"
+if ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -L host -j "$jobs"; then
   record "C++ tests (host):   passed ($(sa_elapsed "$t"))"
 else
   fail "C++ tests (host):   FAILED (see the ctest output above)"
@@ -73,9 +83,9 @@ fi
 gpus=$(sa_gpu_count)
 if (( gpus > 0 )); then
   t=$SECONDS
-  sa_say "C++ tests, label gpu ($gpus GPU(s) visible): ctest --test-dir build --output-on-failure -L gpu"
+  sa_say "C++ tests, label gpu ($gpus GPU(s) visible): ctest --test-dir $build_dir --output-on-failure -L gpu"
   # One at a time: every gpu test uses the GPUs.
-  if ctest --test-dir build --output-on-failure --no-tests=error -L gpu; then
+  if ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -L gpu; then
     record "C++ tests (gpu):    passed ($(sa_elapsed "$t"))"
   else
     fail "C++ tests (gpu):    FAILED (see above; 'No tests were found' means this build has no CUDA backend: nvcc missing at configure time)"
@@ -90,7 +100,8 @@ t=$SECONDS
 if PY=$(sa_python test); then
   sa_say "Python tests: $PY -m pytest tests/py -q"
   set +e
-  MPLBACKEND=Agg "$PY" -m pytest tests/py -q
+  # SHARDACCUM_PRESET: the tests that start shardaccum_bench take this build (tests/py/bench_build.py).
+  MPLBACKEND=Agg SHARDACCUM_PRESET=$SA_PRESET "$PY" -m pytest tests/py -q
   rc=$?
   set -e
   case $rc in

@@ -1,14 +1,22 @@
-"""Where the tests that run shardaccum_bench itself find it: the build that scripts/test.sh made
-(build/, preset default) or, failing that, the host preset's (build-host/)."""
+"""Where the tests that run shardaccum_bench itself find it: the build of the preset named by
+$SHARDACCUM_PRESET (scripts/test.sh sets it to the one it built), else the first built of build/
+(preset default) and build-host/ (preset host)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESETS = (("default", ROOT / "build"), ("host", ROOT / "build-host"))
+FOLDERS = {"default": ROOT / "build", "host": ROOT / "build-host", "debug": ROOT / "build-debug"}
+# A stale build/ must not stand in for the build-host/ that scripts/test.sh just made on a machine
+# with no GPU: the preset it names comes alone.
+_named = os.environ.get("SHARDACCUM_PRESET", "")
+PRESETS = (((_named, FOLDERS[_named]),) if _named in FOLDERS
+           else (("default", FOLDERS["default"]), ("host", FOLDERS["host"])))
 
 
 def built_preset() -> tuple[str, Path]:

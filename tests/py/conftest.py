@@ -3,9 +3,14 @@ tests/fixtures/regenerate.sh, GPU runs under reports/), edits planted into copie
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import runpy
 import subprocess
 import sys
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -25,10 +30,41 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 
-def run_script(script: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Runs scripts/<script> with this interpreter; returns the completed process (text output)."""
-    return subprocess.run([sys.executable, str(SCRIPTS / script), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+# run_script runs the tools inside this process: a new interpreter importing numpy, scipy and
+# matplotlib cost about a second for each of ~80 calls, half the suite's time. 1: a process each.
+SUBPROCESS = os.environ.get("SHARDACCUM_TEST_SUBPROCESS") == "1"
+
+
+def run_script(script: str, *args: str, cwd: Path | None = None, own_process: bool = False) -> subprocess.CompletedProcess:
+    """Runs scripts/<script> as `python scripts/<script> ARGS` from `cwd` (default ROOT) would: its exit
+    status (SystemExit's code; 1 and a traceback on stderr for an uncaught exception), stdout and stderr
+    as text, in a CompletedProcess. In this process (the tools use no global state: their plots are
+    pyplot-free Figures) unless SHARDACCUM_TEST_SUBPROCESS=1 or own_process (a test of what the tool
+    does to its process's file descriptors, such as --out /proc/self/fd/1)."""
+    argv = [str(SCRIPTS / script), *map(str, args)]
+    if SUBPROCESS or own_process:
+        return subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=cwd or ROOT, timeout=300)
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    try:
+        sys.argv = argv
+        os.chdir(cwd or ROOT)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                runpy.run_path(argv[0], run_name="__main__")
+            except SystemExit as e:  # as the interpreter turns it into an exit status
+                if e.code is None or isinstance(e.code, int):
+                    code = e.code or 0
+                else:
+                    print(e.code, file=sys.stderr)
+                    code = 1
+            except Exception:  # noqa: BLE001  (an uncaught exception: the interpreter prints it, exits 1)
+                traceback.print_exc()
+                code = 1
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    return subprocess.CompletedProcess([sys.executable, *argv], code, out.getvalue(), err.getvalue())
 
 
 def write_doc(doc: dict, path: Path) -> Path:

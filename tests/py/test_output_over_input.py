@@ -102,7 +102,7 @@ def test_compare_out_through_links_writes_their_end_and_keeps_them(pair):
     assert (tmp_path / "l1.md").is_symlink() and (tmp_path / "l2.md").is_symlink()
     assert (tmp_path / "final.md").read_text().startswith("# shardaccum compare")
     (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
-    proc = run_script("compare.py", base, cand, "--out", tmp_path / "stdout", cwd=tmp_path)
+    proc = run_script("compare.py", base, cand, "--out", tmp_path / "stdout", cwd=tmp_path, own_process=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "stdout").is_symlink()
     assert "# shardaccum compare" in proc.stdout

@@ -51,7 +51,7 @@ def cuda_report(tmp_path_factory):
 
 
 def test_report_over_suite_and_real_writes_the_section_and_its_plots(tmp_path):
-    proc = run_script("report.py", REAL_FIXTURE, HOST_FIXTURE, "--name", "both", "--out-dir", tmp_path)
+    proc = run_script("report.py", REAL_FIXTURE, _small_suite(tmp_path), "--name", "both", "--out-dir", tmp_path)
     assert proc.returncode == 0, proc.stderr
     readme = tmp_path / "both" / "README.md"
     text = readme.read_text(encoding="utf-8")
