@@ -25,7 +25,8 @@ BackendChoice choose_backend(const std::string& requested) {
   gpus = cuda_device_count();
   const char* built = "";
 #else
-  const char* built = " (this build has no CUDA backend: nvcc was not found at configure time)";
+  // The host preset, or a default preset configured where no nvcc was found.
+  const char* built = " (this build has no CUDA backend: the host preset, or no nvcc at configure time)";
 #endif
   BackendChoice c;
   if (requested == "cuda" && gpus == 0)
