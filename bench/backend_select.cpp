@@ -26,7 +26,8 @@ BackendChoice choose_backend(const std::string& requested) {
   const char* built = "";
 #else
   // The host preset, or a default preset configured where no nvcc was found.
-  const char* built = " (this build has no CUDA backend: the host preset, or no nvcc at configure time)";
+  const char* built =
+      " (this build has no CUDA backend: the host preset, or no nvcc at configure time)";
 #endif
   BackendChoice c;
   if (requested == "cuda" && gpus == 0)
