@@ -373,3 +373,18 @@ def test_files_named_by_flags_are_checked_before_torch(tmp_path):
         assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
     r = run_cli(tmp_path, "--system", "fsdp2", "--layout-json", str(good), "--model", "uniform:4x64K")
     assert "torch" in r.stderr and r.returncode == 1  # the flags pass; only torch is missing
+
+
+def test_coverage_problems_find_gaps_overlaps_and_strays():
+    """Missing pieces must not read correct: every unit covered exactly once, or a message why not."""
+    from shardaccum_real.oracle import coverage_problems
+    numels = {0: 10, 1: 7}
+    assert coverage_problems([(0, 0, 4), (0, 4, 6), (1, 0, 7)], numels) == []
+    assert coverage_problems([(1, 3, 4), (0, 5, 5), (1, 0, 3), (0, 0, 5)], numels) == []  # any order, any rank
+    assert coverage_problems([], numels) == ["unit 0: elements [0, 10) are in no piece",
+                                             "unit 1: elements [0, 7) are in no piece"]
+    assert coverage_problems([(0, 0, 4), (0, 6, 4), (1, 0, 7)], numels) == ["unit 0: elements [4, 6) are in no piece"]
+    assert coverage_problems([(0, 0, 6), (0, 4, 6), (1, 0, 7)], numels) == ["unit 0: elements [4, 6) are in two pieces"]
+    assert coverage_problems([(0, 0, 11), (1, 0, 7)], numels) == ["unit 0: pieces reach element 11 of 10"]
+    assert coverage_problems([(0, 0, 10), (1, 0, 7), (2, 0, 1)], numels) == [
+        "a piece of unit 2, which the layout does not have"]

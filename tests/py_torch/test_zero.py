@@ -46,14 +46,21 @@ def test_zero_accumulates_correctly(cpu_device, fake_gen, system, schedule, offl
     assert isinstance(s["overlap_comm"], bool) and s["reduce_bucket_size"] > 0
 
 
-def test_oracle_sees_a_gradient_read_from_the_wrong_place(cpu_device, fake_gen, monkeypatch):
-    """Pieces shifted by one element must read WRONG: the check reads what DeepSpeed accumulated."""
+def test_oracle_sees_a_wrong_value_in_what_deepspeed_accumulated(cpu_device, fake_gen, monkeypatch):
+    """One element off by one in the pieces read back must read WRONG: the check reads what DeepSpeed
+    accumulated (a shifted read is a coverage error: test_missing_pieces_are_an_error_not_correct)."""
     from shardaccum_real.systems.zero import Zero
     orig = Zero.pieces
-    monkeypatch.setattr(Zero, "pieces", lambda self, rank: [(u, f + 1, t) for u, f, t in orig(self, rank)])
+
+    def off_by_one(self, rank):
+        out = [(u, f, t.clone()) for u, f, t in orig(self, rank)]
+        out[0][2].view(-1)[0] += 1.0
+        return out
+
+    monkeypatch.setattr(Zero, "pieces", off_by_one)
     counters, _ = runner.run_case(_case("zero3", "SSSS", "cpu"), TINY, FP32, _opts("zero3"), fake_gen, cpu_device,
                                   0, 1, [])
-    assert counters["correct"] == 0
+    assert counters["correct"] == 0 and counters["max_rel_err"] > 0
 
 
 def test_torchrun_world_2_zero_partitions_land_where_the_oracle_expects(tmp_path):
@@ -76,3 +83,11 @@ def test_torchrun_world_2_zero_partitions_land_where_the_oracle_expects(tmp_path
         b = doc["benchmarks"]
         assert len(b) == 6 and all(x["correct"] == 1 and "/world:2/" in x["name"] for x in b), b
         assert len(doc["context"]["skipped_cases"]) == 6  # nSnS and SnSS on each offload
+
+
+def test_missing_pieces_are_an_error_not_correct(cpu_device, fake_gen, monkeypatch):
+    """A system whose gradient reads back as no pieces was not checked: an error case, never correct."""
+    from shardaccum_real.systems.zero import Zero
+    monkeypatch.setattr(Zero, "pieces", lambda self, rank: [])
+    with pytest.raises(RuntimeError, match="do not cover the layout"):
+        runner.run_case(_case("zero2", "SSSS", "none"), TINY, FP32, _opts("zero2"), fake_gen, cpu_device, 0, 1, [])

@@ -89,6 +89,36 @@ class Verdict:
         self.add(piece.unit, *check_tensor(lib, key, piece.first, flat))
 
 
+def coverage_problems(spans: list, numels: dict) -> list[str]:
+    """What keeps the pieces of every rank from covering each unit exactly once: `spans` are
+    (unit, first, count) over all ranks, `numels` {unit: numel} of every unit of the layout. Returns
+    one message per unit with a gap, an overlap or a piece outside [0, numel) (empty: all covered).
+    A verdict adds only the pieces it is handed, so without this check missing pieces would read
+    correct (an empty list of pieces has error 0)."""
+    by_unit: dict[int, list[tuple[int, int]]] = {u: [] for u in numels}
+    problems = []
+    for unit, first, count in spans:
+        if unit not in by_unit:
+            problems.append(f"a piece of unit {unit}, which the layout does not have")
+            continue
+        if count > 0:
+            by_unit[unit].append((first, first + count))
+    for unit, runs in by_unit.items():
+        at, covered = 0, 0
+        for a, b in sorted(runs):
+            if a < at:
+                problems.append(f"unit {unit}: elements [{a}, {min(at, b)}) are in two pieces")
+            elif a > at:
+                problems.append(f"unit {unit}: elements [{at}, {a}) are in no piece")
+            covered += b - a
+            at = max(at, b)
+        if at < numels[unit]:
+            problems.append(f"unit {unit}: elements [{at}, {numels[unit]}) are in no piece")
+        elif at > numels[unit]:
+            problems.append(f"unit {unit}: pieces reach element {at} of {numels[unit]}")
+    return problems
+
+
 def dyadic_range(lib, dtypes: tuple[int, int, int], k: int, world: int) -> int:
     """The generator's dyadic_max for the case (strategies/oracle.hpp dyadic_range, from the library)."""
     return lib.dyadic_range(*dtypes, k, world)

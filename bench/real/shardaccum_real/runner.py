@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from . import cases as cases_mod
-from . import context, dtypes, launch as launch_mod, layout as layout_mod, measure, output, trace
+from . import context, dtypes, launch as launch_mod, layout as layout_mod, measure, oracle, output, trace
 from .model import StepState, Workload
 
 DYADIC = 0  # the generator's mode (capi/shardaccum_gen.h GenMode): exact sums, see docs/DESIGN.md §5
@@ -77,6 +77,21 @@ def _merged_verdict(v, world: int):
     return int(v.correct), (err if math.isfinite(err) else None), v.bound
 
 
+def _check_coverage(pieces: list, lay, world: int) -> None:
+    """Raises RuntimeError (an error case: nothing was checked) unless the pieces of all ranks cover
+    every unit's elements exactly once (oracle.coverage_problems)."""
+    spans = [(u, f, int(t.numel())) for u, f, t in pieces]
+    if world > 1:
+        everyone = [None] * world
+        dist.all_gather_object(everyone, spans)
+        spans = [s for rank_spans in everyone for s in rank_spans]
+    problems = oracle.coverage_problems(spans, {u.index: u.numel for u in lay.units})
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise RuntimeError("the gradient pieces read from the system do not cover the layout, so it was not "
+                           "checked: " + "; ".join(problems[:3]) + more)
+
+
 def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settings: list) -> tuple:
     """One case; returns (counters, cpu_time_ms). Raises dtypes.Refused or any failure."""
     plan = dtypes.plan(case.system, triple)
@@ -100,8 +115,9 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
                     "mode": DYADIC, "grad_dtype": dtypes.CODES[triple.grad], "dyadic_max": dmax,
                     "shard": gen.shard_numel(n, world)}
 
-        correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, system.pieces(rank)),
-                                              world)
+        pieces = system.pieces(rank)
+        _check_coverage(pieces, lay, world)
+        correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, pieces), world)
         counters = output.net_of_leftover(dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound),
                                           leftover, pinned_leftover)
         profiled = measure.profiled_step(system, state, case.schedule, step + 1, device)
