@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Real PyTorch FSDP2 / FSDP1 on the suite's layouts, gradients, schedules and oracle (issue 13).
+"""Real PyTorch FSDP2 / FSDP1 and DeepSpeed ZeRO-3 / ZeRO-2 on the suite's layouts, gradients, schedules
+and oracle.
 `python3 bench/real/run.py --help`; plain (world 1) or under torchrun. --help and the flag checks
 need no torch; see bench/real/README.md."""
 
@@ -33,9 +34,11 @@ def main(argv=None) -> int:
     except (genlib.GenLibError, RuntimeError) as e:  # set-up failures; a case's own failure is recorded
         print(f"bench/real/run.py: {e}", file=sys.stderr)
         return cli.EXIT_CASE_ERROR
-    except KeyboardInterrupt:  # the JSON is written whole at the end or not at all (output.write_atomic)
-        print(f"bench/real/run.py: interrupted; {opts.out} was not written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # the JSON is rewritten whole after every case (output.write_atomic)
+        done = "holds the cases finished before it (its context 'partial' says how many)" \
+            if os.path.exists(opts.out) else "was not written (no case had finished)"
+        print(f"bench/real/run.py: interrupted; {opts.out} {done}", file=sys.stderr)
+        return cli.EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

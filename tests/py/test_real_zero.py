@@ -139,3 +139,15 @@ def test_the_commit_comes_from_the_environment_when_set(monkeypatch):
     assert context.git_commit() == "0123abc"
     monkeypatch.delenv("SHARDACCUM_GIT_COMMIT")
     assert context.git_commit() != "0123abc"
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--system", "zero2", "--schedule", "nSnS,SnSS"], "--schedule"),   # every case would be skipped
+    (["--system", "fsdp2", "--k", "4_0"], "--k"),                      # int() would take 40
+    (["--system", "fsdp2", "--steps", "+2"], "--steps"),
+    (["--system", "fsdp2", "--seed", " 1"], "--seed"),
+    (["--system", "fsdp2", "--mod", "x"], "--mod"),                    # no prefix abbreviation of --model
+])
+def test_more_flag_errors_exit_2_before_torch(tmp_path, args, flag):
+    r = run_cli(tmp_path, *args)
+    assert r.returncode == 2 and flag in r.stderr and "Traceback" not in r.stderr, r.stderr

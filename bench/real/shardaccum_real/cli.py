@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import dtypes, layout, schedule
-from .cases import OFFLOADS, SYSTEMS
+from .cases import OFFLOADS, SYSTEMS, ZERO_STAGES, zero_skip_reason
 
-EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_BENCH = Path(__file__).resolve().parents[3] / "build" / "bench" / "shardaccum_bench"
 
 DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 and DeepSpeed ZeRO-3 / ZeRO-2 on the suite's layouts, gradients,
@@ -38,7 +39,9 @@ NVSHMEM_DISABLE_NVLS=1 are set.
 
 Exit status: 0 the JSON was written and no case errored (a WRONG verdict is a finding, not an error);
 1 the JSON was written and at least one case errored (error_occurred), or the run failed after the
-flags were accepted; 2 bad flags or an unsafe/inconsistent launch environment."""
+flags were accepted; 2 bad flags, an unsafe/inconsistent launch environment, or no case to run (every
+one skipped); 130 interrupted (Ctrl-C): the JSON then holds the cases finished before it (it is
+rewritten after every case, its context's 'partial' saying how many)."""
 
 
 def _check_out(out: str) -> None:
@@ -85,7 +88,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="bench/real/run.py", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # allow_abbrev off: --mod would otherwise be taken as --model (the suite's CLI takes whole flags only)
+    p = _Parser(prog="bench/real/run.py", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                allow_abbrev=False)
     p.add_argument("--system", required=True, help="fsdp2 (fully_shard), fsdp1 (FullyShardedDataParallel), "
                    "zero3 or zero2 (DeepSpeed ZeRO stage 3 / 2, offload_optimizer for --offload cpu*)")
     p.add_argument("--model", default="uniform:16x64M", help="layouts, comma-separated (default uniform:16x64M)")
@@ -109,10 +114,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _int(text: str, flag: str, lo: int, hi: int | None = None) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise UsageError(f"{flag} '{text}': not an integer") from None
+    """A decimal integer as the suite's CLI takes it (bench/cli_values.cpp): ASCII digits only, with at
+    most a leading '-' (no '+', '_', spaces, hex or other scripts' digits, which int() would take)."""
+    if not re.fullmatch(r"-?[0-9]+", text):
+        raise UsageError(f"{flag} '{text[:40]}': not a decimal integer (digits only: no '+', '_', spaces or hex)")
+    v = int(text)
     if v < lo or (hi is not None and v > hi):
         raise UsageError(f"{flag} {v}: must be " + (f"in {lo}..{hi}" if hi is not None else f">= {lo}"))
     return v
@@ -136,6 +142,9 @@ def parse(argv: list) -> Options:
         triples = dtypes.parse_list(_list(a.dtype, "--dtype"))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if a.system in ZERO_STAGES and all(zero_skip_reason(a.system, s) for s in scheds):
+        raise UsageError(f"--schedule {a.schedule}: {a.system} can run none of these "
+                         f"({zero_skip_reason(a.system, scheds[0])}); give S^K or n^(K-1)S, e.g. SSSS,nnnS")
     offloads = _list(a.offload, "--offload")
     if "all" in offloads and len(offloads) > 1:
         raise UsageError("--offload 'all' must be alone (it means cpu,cpu-pageable,none)")
