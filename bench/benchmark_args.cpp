@@ -8,9 +8,11 @@
 namespace shardaccum {
 
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  // The last one wins, as Google Benchmark's own parsing of argv does (each overwrites the flag).
+  std::string value;
   for (const auto& a : args)
-    if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
-  return {};
+    if (a.rfind(flag + "=", 0) == 0) value = a.substr(flag.size() + 1);
+  return value;
 }
 
 std::vector<std::string> filtered_case_names(const std::vector<CaseSpec>& cases,

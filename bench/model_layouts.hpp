@@ -83,15 +83,12 @@ Layout load_layout(std::string_view spec, const std::vector<std::string>& config
 /// fractional or above kMaxLayoutNumel, an empty layout, and totals above kMaxLayoutNumel.
 Layout layout_from_json(const nlohmann::json& j, const std::string& name);
 
-/// Stems of the *.json files in `dirs`, sorted and unique: the shipped names `--model` accepts.
-std::vector<std::string> shipped_model_names(const std::vector<std::string>& dirs);
-
-/// The `--help` phrase for --model's names and files: the shipped names found in `dirs` and the
-/// supported model_types, so the help lists what the build really accepts.
 /// Stems of the *.json files in `dirs` (unreadable folders skipped), sorted and unique: the shipped
 /// names `--model` accepts, and what `--model all` runs.
 std::vector<std::string> shipped_model_names(const std::vector<std::string>& dirs);
 
+/// The `--help` phrase for --model's names and files: the shipped names found in `dirs` and the
+/// supported model_types, so the help lists what the build really accepts.
 std::string model_choices_help(const std::vector<std::string>& dirs);
 
 }  // namespace shardaccum

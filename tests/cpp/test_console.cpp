@@ -153,6 +153,10 @@ TEST(ListCli, HonoursBenchmarkFilterAsGoogleBenchmarkDoes) {
             testing::run_bench_stdout(kFour).out.size());
   const auto negated = testing::run_bench_cli("", kFour + "--benchmark_filter=-nnnS");
   EXPECT_NE(negated.err.find("3 cases on backend host"), std::string::npos) << negated.err;
+  // Given twice, the last one counts for --list as for the run (Google Benchmark's rule).
+  const auto twice =
+      testing::run_bench_cli("", kFour + "--benchmark_filter=zzz --benchmark_filter=-nnnS");
+  EXPECT_NE(twice.err.find("3 cases on backend host"), std::string::npos) << twice.err;
   const auto bad = testing::run_bench_cli("", kFour + "--benchmark_filter='('");
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("--benchmark_filter=("), std::string::npos) << bad.err;
