@@ -17,7 +17,8 @@ Runs every test of shardaccum, the second command to run on a fresh machine:
      `host`, folder build-host/, no nvcc pass (--cuda: `default`),
   3. the C++ tests: ctest --test-dir DIR --output-on-failure -L host (GoogleTest, host backend),
      and -L gpu when nvidia-smi lists a GPU (otherwise they are skipped, and this says so),
-  4. the Python tests of the report and compare tools: python -m pytest tests/py -q (the tests
+  4. the Python tests of the report and compare tools: python -m pytest tests/py -q, on up to 4
+     workers with pytest-xdist when that Python has it (the tests
      that start shardaccum_bench use the build of step 2).
 Every stage runs even when an earlier test stage failed; a summary closes the output.
 
@@ -98,10 +99,17 @@ fi
 # 4. Python tests.
 t=$SECONDS
 if PY=$(sa_python test); then
-  sa_say "Python tests: $PY -m pytest tests/py -q"
+  # pytest-xdist (scripts/requirements.txt) runs the tests on up to 4 workers: on 2 cores that halves
+  # their time; a Python without it (the GPU machines' own, no network) runs them in one process.
+  workers=()
+  if "$PY" -c 'import xdist' 2>/dev/null; then
+    n=$(nproc 2>/dev/null || echo 2); (( n > 4 )) && n=4
+    workers=(-n "$n")
+  fi
+  sa_say "Python tests: $PY -m pytest tests/py -q ${workers[*]}"
   set +e
   # SHARDACCUM_PRESET: the tests that start shardaccum_bench take this build (tests/py/bench_build.py).
-  MPLBACKEND=Agg SHARDACCUM_PRESET=$SA_PRESET "$PY" -m pytest tests/py -q
+  MPLBACKEND=Agg SHARDACCUM_PRESET=$SA_PRESET "$PY" -m pytest tests/py -q "${workers[@]}"
   rc=$?
   set -e
   case $rc in

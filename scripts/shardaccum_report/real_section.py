@@ -45,8 +45,13 @@ def fmt_ratio(r: float | None) -> str:
 
 
 def ratio_cell(real: float | None, preset: float | None) -> str:
-    """The ratio's cell: 'both 0' where neither moved a byte (0 / 0 is no ratio), else fmt_ratio."""
-    return "both 0" if real == 0 and preset == 0 else fmt_ratio(ratio(real, preset))
+    """The ratio's cell: 'both 0' where neither moved a byte (0 / 0 is no ratio), 'preset 0' where
+    only the real system did (no finite ratio says how far apart they are), else fmt_ratio."""
+    if real == 0 and preset == 0:
+        return "both 0"
+    if preset == 0 and real:
+        return "preset 0"
+    return fmt_ratio(ratio(real, preset))
 
 
 def _value(case: Case | None, metric: str) -> float | None:
