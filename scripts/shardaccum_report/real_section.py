@@ -128,7 +128,32 @@ def real_inputs(real: Run) -> str:
         command = f.context.get("command")
         out.append(f"Command:\n\n```sh\n{command}\n```\n" if command else
                    "Command: not recorded in the JSON context.\n")
+        out.extend(_run_notes(f))
     return "\n".join(out)
+
+
+def _run_notes(f) -> list[str]:
+    """What a real run's JSON says beyond its cases: that it had not finished (context 'partial', the
+    runner rewrites the file after every case), the cases it skipped with why (context
+    'skipped_cases': schedules DeepSpeed cannot run), and each errored case's message."""
+    notes = []
+    where = f"`{tables.escape(f.path)}`"
+    if f.context.get("partial"):
+        notes.append(f"> [!WARNING]\n> **Unfinished run** {where}: {tables.escape(f.context.get('partial'))}.\n")
+    skipped = f.context.raw.get("skipped_cases")
+    if isinstance(skipped, list) and skipped:
+        by_reason: dict[str, list[str]] = {}
+        for s in skipped:
+            if isinstance(s, dict):
+                by_reason.setdefault(str(s.get("reason", "no reason given")), []).append(str(s.get("name", "?")))
+        for reason, names in by_reason.items():
+            shown = ", ".join(f"`{tables.escape(n)}`" for n in names)
+            notes.append(f"Skipped by the runner in {where} ({len(names)}, not run and not errors): {shown}: "
+                         f"{tables.escape(reason)}.\n")
+    errors = [(c.key.name, r.error) for c in f.cases.values() for r in c.repetitions if r.error]
+    for name, error in errors:
+        notes.append(f"Error of `{tables.escape(name)}`: {tables.escape(error[:500])}\n")
+    return notes
 
 
 def render_section(real: Run, suite: Run | None, folder: Path) -> str:

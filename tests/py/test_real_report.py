@@ -182,3 +182,22 @@ def test_merge_refuses_real_runs_alone_or_with_suite_parts(tmp_path):
     assert proc.returncode == 2 and "different kinds are never merged" in proc.stderr
     assert str(REAL_FIXTURE) in proc.stderr and str(HOST_FIXTURE) in proc.stderr
     assert not (tmp_path / "m.json").exists()
+
+
+def test_an_unfinished_run_its_skipped_cases_and_its_errors_are_said(tmp_path):
+    """The runner rewrites its JSON after every case: a report of such a file says it is unfinished,
+    lists what the runner skipped with the reason, and prints each errored case's message."""
+    doc = load_doc(REAL_FIXTURE)
+    doc["context"]["partial"] = "3 of 8 cases: the run had not finished"
+    doc["context"]["skipped_cases"] = [
+        {"name": "real/system:zero3/model:m/world:2/schedule:nSnS/offload:cpu/dtype:fp32-fp32-fp32",
+         "reason": "zero3 cannot run nSnS: engine.no_sync() asserts"}]
+    bad = doc["benchmarks"][0]
+    bad.update(error_occurred=True, error_message="RuntimeError: the gradient pieces do not cover the layout")
+    path = write_doc(doc, tmp_path / "partial.json")
+    proc = run_script("report.py", path, "--name", "p", "--out-dir", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "p" / "README.md").read_text(encoding="utf-8")
+    assert "**Unfinished run**" in text and "3 of 8 cases: the run had not finished" in text
+    assert "Skipped by the runner" in text and "schedule:nSnS" in text and "engine.no_sync() asserts" in text
+    assert f"Error of `{bad['name']}`: RuntimeError: the gradient pieces do not cover the layout" in text

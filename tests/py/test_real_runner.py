@@ -388,3 +388,15 @@ def test_coverage_problems_find_gaps_overlaps_and_strays():
     assert coverage_problems([(0, 0, 11), (1, 0, 7)], numels) == ["unit 0: pieces reach element 11 of 10"]
     assert coverage_problems([(0, 0, 10), (1, 0, 7), (2, 0, 1)], numels) == [
         "a piece of unit 2, which the layout does not have"]
+
+
+def test_the_json_is_an_ordinary_file_of_the_umask(tmp_path):
+    """write_atomic goes through mkstemp (mode 0600): the result takes the umask's mode, as any file."""
+    import os
+    old = os.umask(0o022)
+    try:
+        output.write_atomic(str(tmp_path / "r.json"), {"context": {}, "benchmarks": []})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+    assert json.loads((tmp_path / "r.json").read_text()) == {"context": {}, "benchmarks": []}

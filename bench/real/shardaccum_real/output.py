@@ -84,11 +84,14 @@ def add_accum_costs(entries: list, cases: list) -> None:
 
 def write_atomic(path: str, doc: dict) -> None:
     """Writes doc as strict JSON (ValueError on NaN/Inf) to a temporary file beside `path`, then
-    os.replace: a reader sees the old file or the whole new one."""
+    os.replace: a reader sees the old file or the whole new one. The file's mode follows the umask."""
     text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+    mask = os.umask(0)
+    os.umask(mask)
     try:
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600; the result is an ordinary file (umask applies)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
