@@ -23,6 +23,10 @@ if str(REAL) not in sys.path:
 from shardaccum_real import cases, dtypes, launch, layout, output, schedule, trace  # noqa: E402
 
 
+# A saved --describe-layout document, so a test of the flags needs no built shardaccum_bench.
+TINY_LAYOUT = ("--layout-json", str(FIX / "layout_uniform4x64K.json"), "--model", "uniform:4x64K")
+
+
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """run.py with a `torch` that cannot be imported (a planted torch.py raising ImportError first on the
     path), so a pass proves the path taken needs no torch."""
@@ -65,7 +69,7 @@ def test_bad_flags_exit_2_naming_the_flag(tmp_path, args, flag):
 
 
 def test_good_flags_reach_torch_and_say_it_is_missing(tmp_path):
-    r = run_cli(tmp_path, "--system", "fsdp2", "--out", "x.json")
+    r = run_cli(tmp_path, "--system", "fsdp2", "--out", "x.json", *TINY_LAYOUT)
     assert r.returncode == 1 and "needs torch" in r.stderr
     assert not (tmp_path / "x.json").exists()
 

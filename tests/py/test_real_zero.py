@@ -21,7 +21,7 @@ for p in (REAL, ROOT / "scripts"):
 from shardaccum_real import cases, dtypes, trace  # noqa: E402
 from shardaccum_real.systems import zero_config  # noqa: E402
 
-from test_real_runner import _x, run_cli  # noqa: E402
+from test_real_runner import TINY_LAYOUT, _x, run_cli  # noqa: E402
 
 
 @pytest.mark.parametrize("schedule, runs", [("S", True), ("SSSS", True), ("nnnS", True), ("nS", True),
@@ -71,7 +71,7 @@ def test_fsdp1_refuses_pageable_offload(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
 def test_zero_without_deepspeed_is_a_flag_error(tmp_path):
-    r = run_cli(tmp_path, "--system", "zero3", "--out", "x.json")
+    r = run_cli(tmp_path, "--system", "zero3", "--out", "x.json", *TINY_LAYOUT)
     assert r.returncode == 2 and "needs deepspeed" in r.stderr and "prepare_deepspeed_deps.sh" in r.stderr
 
 
@@ -80,7 +80,7 @@ def test_zero_with_deepspeed_importable_goes_on_to_torch(tmp_path):
     fake = tmp_path / "block" / "deepspeed"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    r = run_cli(tmp_path, "--system", "zero2", "--offload", "all", "--out", "x.json")
+    r = run_cli(tmp_path, "--system", "zero2", "--offload", "all", "--out", "x.json", *TINY_LAYOUT)
     assert r.returncode == 1 and "needs torch" in r.stderr, r.stderr
 
 
@@ -151,3 +151,14 @@ def test_the_commit_comes_from_the_environment_when_set(monkeypatch):
 def test_more_flag_errors_exit_2_before_torch(tmp_path, args, flag):
     r = run_cli(tmp_path, *args)
     assert r.returncode == 2 and flag in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_an_unknown_model_or_a_missing_bench_is_a_flag_error_before_torch(tmp_path):
+    """--describe-layout needs no torch: what it refuses is refused before torch and deepspeed start."""
+    r = run_cli(tmp_path, "--system", "fsdp2", "--model", "no-such-model", "--bench", "/nonexistent/shardaccum_bench")
+    assert r.returncode == 2 and "--bench /nonexistent/shardaccum_bench: no such file" in r.stderr, r.stderr
+    bench = tmp_path / "bench"
+    bench.write_text("#!/bin/sh\necho \"--model $3: unknown model name\" >&2; exit 2\n")
+    bench.chmod(0o755)
+    r = run_cli(tmp_path, "--system", "fsdp2", "--model", "no-such-model", "--bench", str(bench))
+    assert r.returncode == 2 and "--model no-such-model: unknown model name" in r.stderr, r.stderr

@@ -15,7 +15,10 @@ from . import dtypes, layout, schedule
 from .cases import OFFLOADS, SYSTEMS, ZERO_STAGES, zero_skip_reason
 
 EXIT_OK, EXIT_CASE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEFAULT_BENCH = Path(__file__).resolve().parents[3] / "build" / "bench" / "shardaccum_bench"
+_ROOT = Path(__file__).resolve().parents[3]
+# build/ (preset default) where it was built, else build-host/ (what the scripts build with no GPU).
+DEFAULT_BENCH = next((p for p in (_ROOT / d / "bench" / "shardaccum_bench" for d in ("build", "build-host"))
+                      if p.is_file()), _ROOT / "build" / "bench" / "shardaccum_bench")
 
 DESCRIPTION = """Real PyTorch FSDP2 / FSDP1 and DeepSpeed ZeRO-3 / ZeRO-2 on the suite's layouts, gradients,
 schedules and oracle (bench/real/README.md). One process runs every case of one --system: plain (world 1) or under
@@ -105,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", default="0", help="T > 0: GEMMs of 2*T*numel forward and 4*T*numel backward FLOPs")
     p.add_argument("--out", default=None, help="the JSON file (default real-SYSTEM.json)")
     p.add_argument("--bench", default=str(DEFAULT_BENCH), help="shardaccum_bench for --describe-layout "
-                   "(default: build/bench/shardaccum_bench of this checkout)")
+                   "(default: build/bench/shardaccum_bench of this checkout, else build-host/'s)")
     p.add_argument("--layout-json", default="", help="saved describe-layout documents, comma-separated, used "
                    "instead of --bench for the models they describe (their spec)")
     p.add_argument("--device", default="cuda", help="cuda (default), or cpu: a development mode on gloo whose "
@@ -180,6 +183,14 @@ def parse(argv: list) -> Options:
         if spec not in models:
             raise UsageError(f"--layout-json {f}: it describes {spec!r}, which no --model names "
                              f"({', '.join(models)}); add --model {spec} or leave the file out")
+    described = {layout.load_file(f).spec for f in layouts}
+    for m in models:
+        if m in described:
+            continue
+        try:  # --describe-layout needs no torch: an unknown model or a missing binary is a flag error
+            layout.describe(a.bench, m)
+        except layout.LayoutError as e:
+            raise UsageError(str(e)) from None
     return Options(a.system, models, scheds, k, triples,
                    list(dict.fromkeys(offloads)), _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0),
                    _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0), out, a.bench, layouts,
