@@ -55,8 +55,13 @@ int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64
   if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
-    throw CliError(std::string(flag) + " " + brief(s) + ": give " + give);
+  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
+    // A value past the top (or past int64) is too large, whatever lower bound `give` states.
+    const bool big = ec == std::errc::result_out_of_range ? s[0] != '-' : v > hi;
+    throw CliError(std::string(flag) + " " + brief(s) + ": " +
+                   (big ? "too large (at most " + std::to_string(hi) + "); " : "") + "give " +
+                   give);
+  }
   return v;
 }
 

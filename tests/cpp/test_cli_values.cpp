@@ -41,6 +41,22 @@ TEST(CliValues, IntegersAreDecimalWithARange) {
         << out;
 }
 
+TEST(CliValues, AValuePastTheTopSaysItIsTooLarge) {
+  EXPECT_NE(cli_error([] {
+              parse_int_flag("99999999999999999999", "--world-size", 1, 2147483647,
+                             "at least 1 rank");
+            }).find("too large (at most 2147483647)"),
+            std::string::npos);
+  EXPECT_NE(cli_error([] { parse_int_flag("5000", "--k", 1, 4096, "1..4096"); }).find("too large"),
+            std::string::npos);
+  EXPECT_EQ(cli_error([] { parse_int_flag("0", "--k", 1, 4096, "1..4096"); }).find("too large"),
+            std::string::npos);
+  EXPECT_EQ(cli_error([] {
+              parse_int_flag("-99999999999999999999", "--x", -5, 5, "-5..5");
+            }).find("too large"),
+            std::string::npos);
+}
+
 TEST(CliValues, SeedTakesTheFullUnsignedRangeOnly) {
   EXPECT_EQ(parse_u64_flag("0", "--seed", "0..2^64-1"), 0u);
   EXPECT_EQ(parse_u64_flag("18446744073709551615", "--seed", "0..2^64-1"), 18446744073709551615u);

@@ -162,3 +162,9 @@ def test_an_unknown_model_or_a_missing_bench_is_a_flag_error_before_torch(tmp_pa
     bench.chmod(0o755)
     r = run_cli(tmp_path, "--system", "fsdp2", "--model", "no-such-model", "--bench", str(bench))
     assert r.returncode == 2 and "--model no-such-model: unknown model name" in r.stderr, r.stderr
+
+
+def test_out_under_a_regular_file_says_so(tmp_path):
+    (tmp_path / "afile").write_text("")
+    r = run_cli(tmp_path, "--system", "fsdp2", "--out", str(tmp_path / "afile" / "x.json"), *TINY_LAYOUT)
+    assert r.returncode == 2 and "is a file, not a folder" in r.stderr, r.stderr

@@ -54,6 +54,8 @@ def _check_out(out: str) -> None:
     if p.is_dir():
         raise UsageError(f"--out {out}: is a folder; give a file path such as {p / 'real.json'}")
     parent = p.resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"--out {out}: {parent} is a file, not a folder; give a path in a folder")
     if not parent.is_dir():
         raise UsageError(f"--out {out}: its folder does not exist; create it first")
     try:
