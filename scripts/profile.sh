@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Profiles chosen cases under Nsight Systems, writes nsys' summaries beside the report and checks
-# the memcpy bytes nsys saw against the suite's own counters. See --help.
+# the memcpy bytes and the times nsys saw against the suite's own counters. See --help.
 set -euo pipefail
 
 SA_PROG=profile.sh
@@ -35,6 +35,19 @@ read-back), summed over ranks; X' and Y' are h2d_bytes and d2h_bytes (per step, 
 measured steps and the world size. The whole-process totals of cuda_gpu_mem_size_sum are printed
 above that line for reference (MB resolution; they include NCCL set-up and the oracle).
 
+NAME.times.json: per case, the times nsys saw against the suite's counters of the same step (ms
+per step, max over ranks), a list of {case, figure, nsys_ms, suite_ms, ok}, also printed:
+  nccl      GPU work launched inside reduce_scatter NVTX ranges (NCCL kernels; at world 1 NCCL's
+            reduce-scatter is a device-to-device memcpy, not a kernel)   against nccl_ms
+  backward  kernels launched inside backward ranges (generator, GEMMs)   against backward_ms
+  h2d, d2h  memcpys of that kind launched in the step                    against h2d_ms, d2h_ms
+  cpu_add   the host task's cpu_add NVTX ranges of the step              against cpu_add_ms
+  step      the `step` NVTX range joined with the GPU work launched in it and its cpu_add
+            ranges, first start to last end (host tasks count)           against step_ms
+The suite's shardaccum_nccl_gate / shardaccum_nccl_stamp kernels count in no figure. A figure off
+by more than 5% (or 0.2 ms for small ones) fails the check. The SQL and arithmetic are in
+scripts/shardaccum_report/nsys_times.py.
+
 --cupti off: CUPTI takes one subscriber and nsys is it. --ceilings off: the cuda backend skips its
 start-up ceiling copies so that the whole-process totals stay close to the cases' own.
 
@@ -57,8 +70,10 @@ examples:
   scripts/profile.sh --filter 'offload:cpu-add/mode:flag' -- --model llama2-7b --world-size 2 --schedule nSnS
   NSYS_DEPS=$PWD/.deps/nsys scripts/profile.sh --filter 'preset' --name zero3 -- --preset zero3
 
-exit status: 0 profiled, summaries written and the bytes MATCH; 3 the bytes MISMATCH (everything
-else was written); 1 nsys not found, the run or nsys failed; 2 bad arguments.
+exit status: 0 profiled, summaries written, the bytes MATCH and every time agrees; 3 the bytes
+MISMATCH (everything else was written; times may be off too: see NAME.times.json); 4 the bytes
+MATCH but a time is off; 1 nsys not found, the run or nsys failed, or nsys saw no step of any case;
+2 bad arguments.
 EOF
 }
 
@@ -142,7 +157,8 @@ n_match=$(grep -E -c -- "$filter" "$list_out" || true)
 out_dir="$SA_ROOT/reports/profiles"
 mkdir -p "$out_dir"
 base="$out_dir/$name"
-rm -f "$base.nsys-rep" "$base.qdstrm" "$base.sqlite" "$base".bench.json "$base".bytes.txt "$base"_*.csv
+rm -f "$base.nsys-rep" "$base.qdstrm" "$base.sqlite" "$base".bench.json "$base".bytes.txt "$base".times.json \
+  "$base"_*.csv
 
 # --- profile --------------------------------------------------------------------------------------------
 sa_say "profiling $n_match case(s) matching '$filter' -> reports/profiles/$name.nsys-rep"
@@ -256,12 +272,25 @@ cmp_rc=$?
 set -e
 cat "$base.bytes.txt"
 echo
+
+# --- times: nsys against the suite's counters, per case and figure --------------------------------
+set +e
+python3 "$SA_ROOT/scripts/shardaccum_report/nsys_times.py" "$base.sqlite" "$base.bench.json" "$base.times.json"
+times_rc=$?
+set -e
+echo
 sa_say "done in $(sa_elapsed "$t0")"
 echo "  report:    reports/profiles/$name.nsys-rep (open in Nsight Systems)"
 echo "  summaries: reports/profiles/${name}_{nvtx_sum,nvtx_gpu_proj_sum,cuda_gpu_kern_sum,cuda_gpu_mem_size_sum}.csv"
 echo "  counters:  reports/profiles/$name.bench.json; bytes check: reports/profiles/$name.bytes.txt"
+echo "  times:     reports/profiles/$name.times.json"
 case $cmp_rc in
-  0) exit 0 ;;
+  0) ;;
   3) sa_warn "nsys and the suite's counters disagree on the memcpy bytes (see above)"; exit 3 ;;
   *) sa_die "could not compare the bytes (python exit $cmp_rc; see $base.bytes.txt)" ;;
+esac
+case $times_rc in
+  0) exit 0 ;;
+  4) sa_warn "nsys and the suite's counters disagree on a time (see the table above)"; exit 4 ;;
+  *) sa_die "could not compare the times (python exit $times_rc; see above)" ;;
 esac
