@@ -89,8 +89,8 @@ class Db:
 
 def one_step(path: Path, registered: bool = False) -> Db:
     """The step of CASE: generator kernel 3 ms (in backward), the reduce-scatter a 2 ms D2D memcpy
-    (world 1) and a stamp kernel (excluded), a 2 ms D2H, a 2 ms cpu_add and a 1 ms H2D by the host
-    task's worker after the host's step range ended; NCCL set-up before and the oracle's read-back
+    (world 1) and a stamp kernel (excluded), a 2 ms D2H, a 2 ms cpu_add on the host task's worker
+    thread after the host's step range ended and a 1 ms H2D that waited for it; NCCL set-up before and the oracle's read-back
     after, neither in the step. The step: 1.0 ms (range start) to 11.5 ms (the H2D's end)."""
     db = Db(path)
     db.domain("shardaccum", 1)
@@ -106,7 +106,7 @@ def one_step(path: Path, registered: bool = False) -> Db:
     db.kernel("void shardaccum_nccl_gate(unsigned int*)", 1.8, 11.6, 13.0)  # would widen nccl and step
     db.memcpy(D2H, 2.0, 6.31, 8.31)
     db.range("cpu_add", 8.4, 10.4, tid=WORKER, registered=registered)
-    db.memcpy(H2D, 10.45, 10.5, 11.5, tid=WORKER)
+    db.memcpy(H2D, 2.1, 10.5, 11.5)  # enqueued in the step range, held back until the CPU add is done
     db.memcpy(D2H, 20.0, 20.0, 25.0)  # the oracle's read-back: after the step range, on the rank thread
     return db
 
