@@ -31,7 +31,9 @@ PHASES = (
     Phase("cpu_add_ms", "CPU add", "#F0E442"),
     Phase("finalize_ms", "finalize", "#8C6D31"),
 )
-OTHER = Phase("other", "other (step − phases)", "#BBBBBB")
+# Step time no phase covers: waits and gaps between ops (0 once phases overlap). Kept, not dropped: in
+# cases without overlap it is where the step's waits show.
+OTHER = Phase("other", "other: waits and gaps (step − Σ phases)", "#BBBBBB")
 
 
 @dataclass(frozen=True)

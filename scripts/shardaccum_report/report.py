@@ -32,7 +32,7 @@ from .plots import (
     plot_step_phases,
     plot_timeline,
 )
-from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE
+from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE, on_gpu_time
 from .real_section import real_inputs, render_real_only, render_section
 from .trace import StepTimeline, TraceSet, load_trace
 
@@ -233,7 +233,9 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
         out.append(_image(f"Step time by phase, {time_label}", png))
         out.append(f"Median over {'/'.join(map(str, reps)) or '0'} repetitions, ms per step ({time_label}); "
                    "each phase is the max over ranks. The black tick is `step_ms`: phases on separate streams "
-                   "overlap, so a stack may pass it, and *other* (step − phases) is then 0.\n")
+                   "overlap, so a stack may pass it. *Other* is the step time no phase covers (step − Σ phases, "
+                   "clipped at 0): the streams' and the host's waits and the gaps between ops; where phases "
+                   "overlap it reads 0 and the waits hide in the overlap.\n")
     notes = analysis.missing_notes(cases, [STEP] + [p.counter for p in PHASES])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
     out.append(_details("Table: step time and phases (ms)", tables.phase_table(cases)))
@@ -425,8 +427,17 @@ def _timeline_text(panels: list[TimelinePanel], traces: TraceSet, target: Path, 
     mismatch = (f" **The trace is of backend {', '.join(other)}, the run JSON of backend {backend}: they come from "
                 "different runs.**" if other else "")
     found = " (found beside the input)" if traces.found_beside_input else ""
+    if on_gpu_time(panels):
+        return (f"From the trace {links}{found}: for each case, the median traced step of rank 0 on the GPU's "
+                f"time ({traces.time_label}), from the first to the last of its GPU ops and host tasks, each case "
+                "on its own time axis (so one long step cannot squash the others). Lanes: the compute, comm and "
+                "copy streams with the backend's ops, and the host tasks (CPU adds), coloured as in the step-time "
+                "plot. A black line ends the step; WRONG cases have a red title on pink. Events shorter than "
+                f"{100 * MIN_WIDTH:g}% of the axis are drawn that wide so they stay visible. Every rank and step: "
+                f"open the trace in [ui.perfetto.dev](https://ui.perfetto.dev).{mismatch}\n")
     return (f"From the trace {links}{found}: for each case, the first measured step of rank 0, in ms from the "
-            f"step's start ({traces.time_label}); one time axis per schedule. Lanes, top down: the micro-batches "
+            f"step's start ({traces.time_label}); one time axis per schedule. This trace has no GPU stream tracks "
+            "(a binary before issue 15), so the step is the host's step range. Lanes, top down: the micro-batches "
             "(dark S = sync, light n = no-sync), the units, the phases (NVTX ranges, coloured as in the step-time "
             "plot), then the host and each stream with the ops that ran on it. A black line ends the step; WRONG "
             f"cases have a red title on pink. Events shorter than {100 * MIN_WIDTH:g}% of the axis are drawn that "

@@ -7,8 +7,12 @@ each process ("rank N") and each track ("phases", "host", "compute stream", "com
 other tracks hold the backend's ops (host) or CUPTI's kernels and copies (cuda). Every event's args
 carry "case", the benchmark case name. Only measured steps are recorded (no warm-up).
 
-What the report needs of it is one step per case: the first measured step of rank 0, with every
-event of that rank that overlaps it, in ms from the step's start.
+What the report needs of it is one step per case, in ms from the step's start. A trace with GPU
+step tracks (issue 15: cat "gpu step" events named "step N <case>" spanning the step's GPU ops and
+host tasks; ops on the "compute stream", "comm stream", "copy stream" and "host tasks" tracks with
+args case and step) gives the median traced step of rank 0 on the GPU's time, with that step's ops.
+An older trace gives the first measured step of rank 0 (its host `step` range, in host time), with
+every event of that rank inside it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ PHASES_TRACK = "phases"
 HOST_TRACK = "host"
 # Lanes of the suite's tracks in reading order (profiling/trace.cpp); other tracks follow by name.
 TRACK_ORDER = (PHASES_TRACK, HOST_TRACK, "compute stream", "comm stream", "copy stream")
+GPU_STEP = "gpu step"
+# The lanes of a GPU step (profiling/trace.*): the backend's ops per stream, then the host tasks.
+GPU_TRACKS = ("compute stream", "comm stream", "copy stream", "host tasks")
 _HOW_TO_MAKE = "shardaccum_bench --trace FILE.json (or scripts/run.sh, which writes reports/NAME/trace.json)"
 _STEP_NAME = re.compile(r"step (\d+)(?: (.*))?$")
 
@@ -57,6 +64,8 @@ class StepTimeline:
     step: int
     dur_ms: float
     events: list[Event] = field(default_factory=list)
+    gpu: bool = False       # a `gpu step` (GPU time, stream lanes), not the host's step range
+    traced_steps: int = 1   # how many steps of this case and rank the trace holds (the median is drawn)
 
     @property
     def end_ms(self) -> float:
@@ -163,6 +172,9 @@ def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
                     raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' is not a number")
             complete.append((i, e))
 
+    if any(e.get("cat") == GPU_STEP for _, e in complete):
+        return _gpu_steps(where, other, process, thread, complete, registry)
+
     # Per rank, the events as (start, end, track, event) in µs.
     per_rank: dict[int, list[tuple[float, float, str, dict]]] = {}
     steps: list[tuple[int, int, float, float, str]] = []  # (rank, step, ts, dur, case)
@@ -223,6 +235,52 @@ def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
         trace.steps[case] = timeline
     if not_rank0:
         trace.notes.append(f"{where}: rank 0 has no step of {len(not_rank0)} case(s); their lowest rank is drawn")
+    return trace
+
+
+def _gpu_steps(where: str, other: dict, process: dict, thread: dict, complete: list[tuple[int, dict]],
+               registry: Registry | None) -> Trace:
+    """The median `gpu step` of each case on its lowest rank (rank 0), with that step's ops and host
+    tasks (args case and step) on GPU_TRACKS, in ms from the gpu step's start."""
+    steps: dict[str, dict[int, list[tuple[float, float, int]]]] = {}  # case: rank: [(dur, ts, step)]
+    ops: dict[tuple[str, int, int], list[tuple[str, dict]]] = {}      # (case, rank, step): [(track, e)]
+    order: dict[str, float] = {}
+    for i, e in complete:
+        rank = _rank_of(process.get(e.get("pid")), e.get("pid"))
+        if rank is None:
+            raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): 'pid' is not a rank number")
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        case, step = args.get("case"), args.get("step")
+        m = _STEP_NAME.match(str(e.get("name", "")))
+        if e.get("cat") == GPU_STEP and m:
+            case = str(case or m.group(2))
+            step = step if isinstance(step, int) else int(m.group(1))
+            steps.setdefault(case, {}).setdefault(rank, []).append((float(e["dur"]), float(e["ts"]), step))
+            order[case] = min(order.get(case, float(e["ts"])), float(e["ts"]))
+            continue
+        track = thread.get((e.get("pid"), e.get("tid")), "")
+        if track in GPU_TRACKS and isinstance(case, str) and isinstance(step, int):
+            ops.setdefault((case, rank, step), []).append((track, e))
+    trace = Trace(where, other, {})
+    not_rank0 = []
+    for case in sorted(steps, key=order.__getitem__):
+        rank = min(steps[case])
+        if rank != 0:
+            not_rank0.append(case)
+        ranked = sorted(steps[case][rank])
+        dur, t0, step = ranked[(len(ranked) - 1) // 2]  # the median step (the lower one of an even count)
+        try:
+            key = parse_case_name(case, registry)
+        except ValueError:
+            key = None
+        timeline = StepTimeline(case, key, rank, step, max(0.0, dur) / 1e3, gpu=True, traced_steps=len(ranked))
+        for track, e in sorted(ops.get((case, rank, step), []), key=lambda te: float(te[1]["ts"])):
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            timeline.events.append(Event(track, str(e.get("name", "")), str(e.get("cat", "")),
+                                         (float(e["ts"]) - t0) / 1e3, max(0.0, float(e["dur"])) / 1e3, args))
+        trace.steps[case] = timeline
+    if not_rank0:
+        trace.notes.append(f"{where}: rank 0 has no GPU step of {len(not_rank0)} case(s); their lowest rank is drawn")
     return trace
 
 

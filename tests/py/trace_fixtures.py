@@ -14,9 +14,11 @@ TRACKS = {1: "phases", 2: "compute stream", 3: "comm stream", 4: "copy stream", 
 
 
 def case_names(n: int = 2) -> list[str]:
-    """The first n case names of the committed host run (real names the registry parses)."""
+    """The first n case names of the committed host run, as the trace names cases (without Google
+    Benchmark's /iterations:N/manual_time)."""
     doc = load_doc(HOST_FIXTURE)
-    names = list(dict.fromkeys(b["run_name"] for b in doc["benchmarks"] if b.get("run_type") == "iteration"))
+    names = list(dict.fromkeys(b["run_name"].split("/iterations:")[0] for b in doc["benchmarks"]
+                               if b.get("run_type") == "iteration"))
     return names[:n]
 
 
@@ -64,9 +66,10 @@ def run_doc(step_ms: dict[str, float], run_id: str | None = RUN_ID) -> dict:
     doc = load_doc(HOST_FIXTURE)
     kept, seen = [], set()
     for b in doc["benchmarks"]:
-        if b.get("run_type") == "iteration" and b["run_name"] in step_ms and b["run_name"] not in seen:
-            seen.add(b["run_name"])
-            b["step_ms"] = b["step_ms_min"] = b["step_ms_max"] = step_ms[b["run_name"]]
+        name = b["run_name"].split("/iterations:")[0]
+        if b.get("run_type") == "iteration" and name in step_ms and name not in seen:
+            seen.add(name)
+            b["step_ms"] = b["step_ms_min"] = b["step_ms_max"] = step_ms[name]
             kept.append(b)
     doc["benchmarks"] = kept
     doc["context"]["backend"] = "cuda"

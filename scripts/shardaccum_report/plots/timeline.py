@@ -1,4 +1,9 @@
-"""One step of each case drawn from the trace as a Gantt chart: one row per case, one lane per track."""
+"""One step of each case drawn from the trace as a Gantt chart: one row per case, one lane per track.
+
+A trace with GPU step tracks (issue 15) is drawn on the GPU's time: the median step of each case,
+lanes compute / comm / copy / host tasks, each case on its own time axis (one outlier cannot squash
+the others). An older trace is drawn as before (the host's step range and the events inside it, one
+axis per schedule) and the figure says so."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from matplotlib.patches import Patch
 
 from ..counters import OTHER, PHASES, Phase
 from ..tables import fmt_err
-from ..trace import PHASES_TRACK, Event, StepTimeline, track_order
+from ..trace import GPU_TRACKS, PHASES_TRACK, Event, StepTimeline, track_order
 from .style import ERROR, WRONG, new_figure, save, styled
 
 _PHASE = {p.counter: p for p in PHASES}
@@ -27,6 +32,10 @@ MICRO_BATCH = {"S": "#3B3B3B", "n": "#B8B8B8"}
 UNIT_SHADES = ("#D9D9D9", "#EFEFEF")
 WRONG_BACKGROUND = "#FBE3E3"
 ERROR_BACKGROUND = "#EDEDED"
+GPU_LANE_LABELS = {"compute stream": "compute", "comm stream": "comm", "copy stream": "copy",
+                   "host tasks": "host tasks"}
+OLD_TRACE_NOTE = ("this trace has no GPU stream tracks (a binary before issue 15): the host's step range and "
+                  "the events inside it, one axis per schedule, as before")
 MIN_WIDTH = 0.0008        # of the axis: shorter events are drawn this wide so that they stay visible
 ROWS_PER_FIGURE = 16      # above this, the report draws one figure per schedule
 _AXES_WIDTH_IN = 11.0
@@ -61,8 +70,17 @@ class TimelinePanel:
     rows: list[TimelineRow]
 
 
+def on_gpu_time(panels: list[TimelinePanel]) -> bool:
+    """Whether every row is a GPU step (drawn on the GPU's time) rather than a host step range."""
+    rows = [r for p in panels for r in p.rows]
+    return bool(rows) and all(r.timeline.gpu for r in rows)
+
+
 def _lanes(panels: list[TimelinePanel]) -> list[tuple[str, str]]:
-    """(key, label) of the lanes: the phases track's three levels, then every other track drawn."""
+    """(key, label) of the lanes: GPU steps: compute, comm, copy, host tasks. Otherwise the phases
+    track's three levels, then every other track drawn."""
+    if on_gpu_time(panels):
+        return [(t, GPU_LANE_LABELS[t]) for t in GPU_TRACKS]
     tracks = {e.track for p in panels for r in p.rows for e in r.timeline.events} - {PHASES_TRACK}
     lanes = [("micro-batch", "micro-batches"), ("unit", "units"), ("phase", "phases")]
     return lanes + [(t, t.removesuffix(" stream")) for t in track_order(tracks)]
@@ -133,6 +151,8 @@ def _title(row: TimelineRow) -> tuple[str, str, str]:
     """(left title, its colour, right title)."""
     tl = row.timeline
     where = f"step {tl.step}" + (f" of rank {tl.rank}" if tl.rank != 0 else "") + f" · {tl.dur_ms:,.1f} ms"
+    if tl.gpu and tl.traced_steps > 1:
+        where = f"median of {tl.traced_steps} steps: " + where
     if row.status == "wrong":
         err = f" (max_rel_err {fmt_err(row.max_rel_err)})" if row.max_rel_err is not None else ""
         return f"{row.label} — WRONG{err}", WRONG, where
@@ -147,24 +167,31 @@ def _title(row: TimelineRow) -> tuple[str, str, str]:
 
 @styled
 def plot_timeline(panels: list[TimelinePanel], path: Path, title: str, time_label: str) -> Path:
-    """Per panel (a schedule), one row per case: the first measured step of rank 0 from the trace,
-    in ms from the step's start on an axis shared by the panel. Lanes, top down: the micro-batches
-    (dark S = sync, light n = no-sync), the units, the phases (NVTX ranges), then the tracks of the
-    host and the streams with their ops (host backend) or CUPTI kernels and copies (cuda), coloured
-    by phase as in the step-time plot. A black line marks the step's end; WRONG cases have a red
-    title and a pink background. Events shorter than MIN_WIDTH of the axis are drawn that wide."""
+    """Per panel (a schedule), one row per case, in ms from the step's start.
+
+    GPU steps (on_gpu_time): the median traced step of rank 0 on the GPU's time, lanes compute,
+    comm, copy stream and host tasks with the backend's ops coloured by phase as in the step-time
+    plot; every row has its own time axis. Older traces: the first measured step of rank 0 on an
+    axis shared by the panel, lanes the micro-batches (dark S = sync, light n = no-sync), the units,
+    the phases (NVTX ranges), then the host's and streams' tracks; the title says it is an old trace.
+    A black line marks the step's end; WRONG cases have a red title and a pink background. Events
+    shorter than MIN_WIDTH of the axis are drawn that wide."""
     panels = [p for p in panels if p.rows]
+    gpu = on_gpu_time(panels)
     lanes = _lanes(panels)
-    lane_h = 0.15
-    row_h = lane_h * len(lanes) + 0.36
+    lane_h = 0.27 if gpu else 0.15
+    label_size = 8 if gpu else 6.5
+    row_h = lane_h * len(lanes) + (0.62 if gpu else 0.36)
     heights = [row_h * len(p.rows) + 0.75 for p in panels]
-    fig = new_figure(_AXES_WIDTH_IN + 2.2, sum(heights) + 1.5)
+    fig = new_figure(_AXES_WIDTH_IN + 2.2, sum(heights) + 1.6)
     subfigs = fig.subfigures(len(panels), 1, height_ratios=heights, squeeze=False)[:, 0]
     used: set[str] = set()
     for sub, panel in zip(subfigs, panels):
-        axes = sub.subplots(len(panel.rows), 1, sharex=True, squeeze=False)[:, 0]
-        span = max(r.timeline.end_ms for r in panel.rows) * 1.01 or 1.0
+        # A GPU step's axis is its own, so a short step is not a sliver beside a long one.
+        axes = sub.subplots(len(panel.rows), 1, sharex=not gpu, squeeze=False)[:, 0]
+        shared = max(r.timeline.end_ms for r in panel.rows) * 1.01 or 1.0
         for ax, row in zip(axes, panel.rows):
+            span = (row.timeline.end_ms * 1.01 or 1.0) if gpu else shared
             used |= _draw_row(ax, row, lanes, span)
             ax.axvline(row.timeline.dur_ms, color="black", linewidth=1.3)
             left, color, right = _title(row)
@@ -173,18 +200,21 @@ def plot_timeline(panels: list[TimelinePanel], path: Path, title: str, time_labe
             ax.set_title(right, loc="right", fontsize=7.5, color="#555555", pad=2)
             if row.status in ("wrong", "error"):
                 ax.set_facecolor(WRONG_BACKGROUND if row.status == "wrong" else ERROR_BACKGROUND)
-            ax.set_yticks(range(len(lanes)), [label for _, label in lanes], fontsize=6.5)
+            ax.set_yticks(range(len(lanes)), [label for _, label in lanes], fontsize=label_size)
             ax.set_ylim(len(lanes) - 0.5, -0.5)
             ax.tick_params(axis="y", length=0, pad=2)
             ax.tick_params(axis="x", labelsize=7.5)
             ax.grid(axis="y", visible=False)
             ax.grid(axis="x", alpha=0.35)
-            for spine in ("left",):
-                ax.spines[spine].set_visible(False)
-        axes[0].set_xlim(0, span)
-        axes[-1].set_xlabel(f"ms from the step's start ({time_label})")
-        # The scale on top too, so a tall panel reads without scrolling to its bottom.
-        axes[0].tick_params(axis="x", labeltop=True, top=True, labelsize=7.5)
+            ax.spines["left"].set_visible(False)
+            if gpu:
+                ax.set_xlim(0, span)
+        if not gpu:
+            axes[0].set_xlim(0, shared)
+            # The scale on top too, so a tall panel reads without scrolling to its bottom.
+            axes[0].tick_params(axis="x", labeltop=True, top=True, labelsize=7.5)
+        axes[-1].set_xlabel(f"ms from the step's start ({time_label})"
+                            + ("; each case on its own scale" if gpu else ""))
         sub.suptitle(panel.title, fontsize=11, fontweight="bold", x=0.01, ha="left")
     letters = {e.name.split()[-1] for p in panels for r in p.rows for e in r.timeline.on(PHASES_TRACK, "micro-batch")}
     handles = [Patch(color=MICRO_BATCH[k], label=f"{k} micro-batch ({'sync' if k == 'S' else 'no-sync'})")
@@ -194,6 +224,10 @@ def plot_timeline(panels: list[TimelinePanel], path: Path, title: str, time_labe
     if any(r.status == "wrong" for p in panels for r in p.rows):
         handles.append(Patch(facecolor=WRONG_BACKGROUND, edgecolor=WRONG, label="WRONG result"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8.5)
-    fig.suptitle(f"Timeline of one step — {title}\nthe first measured step of each case on rank 0, from the "
-                 f"trace; {time_label}")
+    if gpu:
+        fig.suptitle(f"Timeline of the median step — {title}\nthe median traced step of each case on rank 0, on "
+                     f"the GPU's time ({time_label}); each case on its own scale")
+    else:
+        fig.suptitle(f"Timeline of one step — {title}\nthe first measured step of each case on rank 0, from the "
+                     f"trace; {time_label}\n{OLD_TRACE_NOTE}")
     return save(fig, path)
