@@ -16,6 +16,8 @@ Modules, one concept each:
   atomic    writes that never leave a half-written file or report
   overwrite an output that would replace an input is refused
   identity  a trace is drawn only beside the run whose run_id it carries
+  trace_check  scripts/check_trace.py: a trace's GPU steps against CUPTI + host tasks and step_ms
+  nsys_times   scripts/profile.sh's time check: nsys' sqlite export against the suite's counters
   cli       the command lines of scripts/report.py and scripts/compare.py
 """
 
