@@ -112,7 +112,7 @@ def check(run_path: str | Path, trace_path: str | Path) -> list[StepCheck]:
 
     # Per (case, step): spans per rank of the gpu step, of CUPTI records and of host tasks (µs).
     spans: dict[tuple[str, int], dict[object, tuple[float, float]]] = {}
-    suite_of_step: dict[tuple[str, int], float] = {}
+    suite_of_step: dict[tuple[str, int], dict[object, float]] = {}  # args.step_ms per rank
     clock: dict[tuple[str, int], dict[object, list[float]]] = {}
     kernels = cupti = 0
     for i, track, e in events:
@@ -126,7 +126,7 @@ def check(run_path: str | Path, trace_path: str | Path) -> list[StepCheck]:
         if cat == GPU_STEP:
             spans.setdefault(key, {})[pid] = (ts, ts + dur)
             if isinstance(args.get("step_ms"), (int, float)):
-                suite_of_step[key] = float(args["step_ms"])
+                suite_of_step.setdefault(key, {})[pid] = float(args["step_ms"])
             continue
         if cat == HOST_CAT and track != HOST_TASKS_TRACK:
             continue
@@ -162,16 +162,18 @@ def check(run_path: str | Path, trace_path: str | Path) -> list[StepCheck]:
         if diffs:
             worst = max(diffs)
             c.clock_diff, c.clock_ms = worst[0], worst[1]
-        c.problems += _against_suite(c, names, suite, suite_of_step.get(key))
+        for pid, own in suite_of_step.get(key, {}).items():
+            mine = (per_rank[pid][1] - per_rank[pid][0]) / 1e3
+            if not within(mine, own):
+                c.problems.append(f"rank {pid}: gpu step {mine:.3f} ms, its args.step_ms {own:.3f} ms")
+        c.problems += _against_suite(c, names, suite)
         checks.append(c)
     return checks
 
 
-def _against_suite(c: StepCheck, names, suite, of_step: float | None) -> list[str]:
-    """The span against the step's own step_ms (args) and the run's step_ms interval of the case."""
+def _against_suite(c: StepCheck, names, suite) -> list[str]:
+    """The span against the run's step_ms interval of the case."""
     problems = []
-    if of_step is not None and not within(c.span_ms, of_step):
-        problems.append(f"gpu step {c.span_ms:.3f} ms, its args.step_ms {of_step:.3f} ms")
     key = _run_name(c.case, names)
     if key is None or key not in suite:
         return problems + ["not in RUN.json (or no step_ms there)"]

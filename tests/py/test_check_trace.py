@@ -73,3 +73,12 @@ def test_help_states_tolerance_floor_and_exit_codes():
     assert proc.returncode == 0
     for words in ("2%", "0.05 ms", "--cupti kernels", "exit status", "run_id"):
         assert words in proc.stdout, words
+
+
+def test_gpu_step_3_percent_off_its_own_step_ms_fails(tmp_path):
+    a, b = case_names(2)
+    events = step_events(a, 1, 1000.0, 12.0) + step_events(b, 1, 50000.0, 40.0, step_ms=40.0 * 1.03)
+    run, trace = write(tmp_path, trace_doc(events), run_doc({a: 12.0, b: 40.0}))
+    proc = run_script("check_trace.py", run, trace)
+    assert proc.returncode == 1
+    assert f"{b} step 1 differs: rank 0: gpu step 40.000 ms, its args.step_ms 41.200 ms" in proc.stderr
