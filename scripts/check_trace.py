@@ -45,6 +45,9 @@ def main() -> int:
     bad = [c for c in checks if not c.ok]
     for c in bad:
         print(f"check_trace.py: {c.case} step {c.step} differs: {'; '.join(c.problems)}", file=sys.stderr)
+    untraced = trace_check.untraced(args.run, checks)
+    if untraced:
+        print(f"note: {len(untraced)} case(s) of RUN.json have no traced step (not checked): {', '.join(untraced)}")
     print(f"{len(checks) - len(bad)} of {len(checks)} traced steps agree")
     return 1 if bad else 0
 

@@ -428,8 +428,8 @@ def _timeline_text(panels: list[TimelinePanel], traces: TraceSet, target: Path, 
                 "different runs.**" if other else "")
     found = " (found beside the input)" if traces.found_beside_input else ""
     if on_gpu_time(panels):
-        return (f"From the trace {links}{found}: for each case, the median traced step of rank 0 on the GPU's "
-                f"time ({traces.time_label}), from the first to the last of its GPU ops and host tasks, each case "
+        return (f"From the trace {links}{found}: for each case, the median traced step of rank 0 from the "
+                f"backend's stream tracks ({traces.time_label}), from the first to the last of its GPU ops and host tasks, each case "
                 "on its own time axis (so one long step cannot squash the others). Lanes: the compute, comm and "
                 "copy streams with the backend's ops, and the host tasks (CPU adds), coloured as in the step-time "
                 "plot. A black line ends the step; WRONG cases have a red title on pink. Events shorter than "

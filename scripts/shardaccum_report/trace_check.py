@@ -200,6 +200,13 @@ def _run_name(case: str, names: dict) -> str | None:
     return None
 
 
+def untraced(run_path: str | Path, checks: list[StepCheck]) -> list[str]:
+    """RUN.json's cases (names) that no check is of: failed cases, or a trace of fewer cases."""
+    names = {k.name: k for k in load_run_file(run_path).cases}
+    seen = {_run_name(c.case, names) for c in checks}
+    return [n for n in names if n not in seen]
+
+
 def table(checks: list[StepCheck]) -> str:
     """The checks as a Markdown table, one row per case and step."""
     def pct(v):

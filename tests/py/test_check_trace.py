@@ -82,3 +82,11 @@ def test_gpu_step_3_percent_off_its_own_step_ms_fails(tmp_path):
     proc = run_script("check_trace.py", run, trace)
     assert proc.returncode == 1
     assert f"{b} step 1 differs: rank 0: gpu step 40.000 ms, its args.step_ms 41.200 ms" in proc.stderr
+
+
+def test_a_run_case_without_a_traced_step_is_named_not_failed(tmp_path):
+    a, b = case_names(2)
+    run, trace = write(tmp_path, trace_doc(step_events(a, 1, 1000.0, 12.0)), run_doc({a: 12.0, b: 40.0}))
+    proc = run_script("check_trace.py", run, trace)
+    assert proc.returncode == 0, proc.stderr
+    assert f"1 case(s) of RUN.json have no traced step (not checked): {b}" in proc.stdout

@@ -70,7 +70,7 @@ def test_gpu_steps_get_readable_lanes_and_an_axis_each(tmp_path, monkeypatch):
     assert spans[0] == pytest.approx(12.0 * 1.01) and spans[1] == pytest.approx(1200.0 * 1.01)
     assert "median traced step" in fig._suptitle.get_text()
     part = section(section(text, GROUP), "### Timeline of one step")
-    assert "median traced step of rank 0 on the GPU's time" in part and "own time axis" in part
+    assert "median traced step of rank 0 from the backend's stream tracks" in part and "own time axis" in part
 
 
 def test_an_old_trace_is_drawn_as_before_and_says_so(tmp_path, monkeypatch):

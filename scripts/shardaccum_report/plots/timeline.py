@@ -225,8 +225,8 @@ def plot_timeline(panels: list[TimelinePanel], path: Path, title: str, time_labe
         handles.append(Patch(facecolor=WRONG_BACKGROUND, edgecolor=WRONG, label="WRONG result"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8.5)
     if gpu:
-        fig.suptitle(f"Timeline of the median step — {title}\nthe median traced step of each case on rank 0, on "
-                     f"the GPU's time ({time_label}); each case on its own scale")
+        fig.suptitle(f"Timeline of the median step — {title}\nthe median traced step of each case on rank 0, from "
+                     f"the backend's stream tracks ({time_label}); each case on its own scale")
     else:
         fig.suptitle(f"Timeline of one step — {title}\nthe first measured step of each case on rank 0, from the "
                      f"trace; {time_label}\n{OLD_TRACE_NOTE}")
