@@ -41,10 +41,10 @@ struct StepMetrics {
                    &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
                    &StepMetrics::accounted_d2h_bytes})
       this->*f = op(this->*f, o.*f);
-    for (auto f : {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
-                   &StepMetrics::generate_kernel_ms, &StepMetrics::nccl_ms,
-                   &StepMetrics::nccl_wait_ms, &StepMetrics::nccl_link_ms,
-                   &StepMetrics::exposed_comm_ms, &StepMetrics::compute_ms})
+    for (auto f :
+         {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
+          &StepMetrics::generate_kernel_ms, &StepMetrics::nccl_ms, &StepMetrics::nccl_wait_ms,
+          &StepMetrics::nccl_link_ms, &StepMetrics::exposed_comm_ms, &StepMetrics::compute_ms})
       this->*f = op(this->*f, o.*f);
     peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
     peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);

@@ -76,7 +76,7 @@ namespace {
 // the backend did not name) after them, alphabetically.
 int known_track_rank(const std::string& t) {
   static const char* const order[] = {track::kGpuStep, track::kPhases, track::kHost,
-                                      track::kCompute,  track::kComm,   track::kCopy};
+                                      track::kCompute, track::kComm,   track::kCopy};
   for (int i = 0; i < 6; ++i)
     if (t == order[i]) return i;
   return 6;

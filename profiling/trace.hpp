@@ -2,8 +2,8 @@
 // The built-in trace collector (docs/DESIGN.md §7): complete events per rank and track, written as
 // Perfetto / Chrome trace JSON ("traceEvents" with "ph":"X" events and "M" metadata naming each
 // process "rank N" and each track). Sources: NVTX phase ranges (profiling/nvtx.hpp, track
-// "phases"), the host backend's ops (tracks of their streams, "host tasks"), and on the cuda backend
-// the CUPTI activity records (profiling/cupti_collector.hpp).
+// "phases"), the host backend's ops (tracks of their streams, "host tasks"), and on the cuda
+// backend the CUPTI activity records (profiling/cupti_collector.hpp).
 //
 // Recording is opt-in per thread: a ThreadTraceScope makes a recorder current for the calling
 // thread (a rank's thread). Without one, every instrumented site costs one thread-local load.
@@ -126,8 +126,8 @@ struct ThreadTrace {
   std::string case_name;
   uint32_t step = 0;
 
-  /// Records a complete event on `track` of this rank; adds "case" and "step" to `args`. Never throws
-  /// (an event that cannot be stored is dropped), so it is safe in destructors.
+  /// Records a complete event on `track` of this rank; adds "case" and "step" to `args`. Never
+  /// throws (an event that cannot be stored is dropped), so it is safe in destructors.
   void complete(std::string_view track, std::string_view name, std::string_view category,
                 Clock::time_point begin, Clock::time_point end,
                 nlohmann::json args = nlohmann::json::object()) const noexcept;

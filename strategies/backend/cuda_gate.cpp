@@ -20,8 +20,8 @@ CudaRank::GateStamps CudaRank::next_gate_stamps() {
   if (!gate_flag_.get()) {
     gate_flag_ = PinnedMemory(sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
     *static_cast<volatile uint64_t*>(gate_flag_.get()) = gate_seq_;
-    SA_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_),
-                                           gate_flag_.get(), 0));
+    SA_CUDA_CHECK(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_), gate_flag_.get(), 0));
   }
   const size_t i = step_gates_.size();
   if (i / kStampsPerBlock >= stamp_blocks_.size())

@@ -9,8 +9,8 @@
 #include "common/errors.hpp"
 #include "profiling/trace.hpp"
 #include "strategies/backend/cuda_util.hpp"
-#include "strategies/backend/op_intervals.hpp"
 #include "strategies/backend/cuda_world.hpp"
+#include "strategies/backend/op_intervals.hpp"
 
 namespace shardaccum::cuda {
 

@@ -252,8 +252,7 @@ class HostRank final : public RankBackend {
     m_.compute_ms = m_.phase_ms[static_cast<int>(Phase::backward)];
     const trace::ThreadTrace* tt = trace::current();
     if (tt && first_op_ != Clock::time_point{})  // the step as its ops span it, first to last
-      tt->complete(trace::track::kGpuStep,
-                   "step " + std::to_string(tt->step) + " " + tt->case_name,
+      tt->complete(trace::track::kGpuStep, "step " + std::to_string(tt->step) + " " + tt->case_name,
                    trace::track::kGpuStepCategory, first_op_, last_op_,
                    {{"step_ms", m_.step_ms}, {"source", "host backend"}});
     return m_;

@@ -27,7 +27,8 @@ int leading_int(std::string_view s, int fallback) {
 
 std::string selected_choice(std::string_view line) {
   const size_t open = line.find('['), close = line.find(']', open == line.npos ? 0 : open);
-  if (open != line.npos && close != line.npos) return std::string(line.substr(open + 1, close - open - 1));
+  if (open != line.npos && close != line.npos)
+    return std::string(line.substr(open + 1, close - open - 1));
   return std::string(trim(line));
 }
 
@@ -64,10 +65,11 @@ nlohmann::json host_facts(const std::string& root) {
   for (fs::directory_iterator it(root + "/sys/devices/system/node", ec), end; !ec && it != end;
        it.increment(ec))
     names.push_back(it->path().filename().string());
-  return {{"thp_enabled", selected_choice(read_first_line(thp + "enabled"))},
-          {"thp_defrag", selected_choice(read_first_line(thp + "defrag"))},
-          {"numa_nodes", count_numa_nodes(names)},
-          {"nvidia_driver", std::string(trim(read_first_line(root + "/proc/driver/nvidia/version")))}};
+  return {
+      {"thp_enabled", selected_choice(read_first_line(thp + "enabled"))},
+      {"thp_defrag", selected_choice(read_first_line(thp + "defrag"))},
+      {"numa_nodes", count_numa_nodes(names)},
+      {"nvidia_driver", std::string(trim(read_first_line(root + "/proc/driver/nvidia/version")))}};
 }
 
 nlohmann::json pci_facts(const std::string& bus_id, const std::string& root) {
@@ -77,10 +79,10 @@ nlohmann::json pci_facts(const std::string& bus_id, const std::string& root) {
   const std::string dir = root + "/sys/bus/pci/devices/" + id + "/";
   const auto gen = [&](const char* f) { return pcie_gen_of_speed(read_first_line(dir + f)); };
   const auto width = [&](const char* f) { return leading_int(read_first_line(dir + f), 0); };
-  return {{"numa_node", leading_int(read_first_line(dir + "numa_node"), -1)},
-          {"pcie_gen", {{"current", gen("current_link_speed")}, {"max", gen("max_link_speed")}}},
-          {"pcie_width",
-           {{"current", width("current_link_width")}, {"max", width("max_link_width")}}}};
+  return {
+      {"numa_node", leading_int(read_first_line(dir + "numa_node"), -1)},
+      {"pcie_gen", {{"current", gen("current_link_speed")}, {"max", gen("max_link_speed")}}},
+      {"pcie_width", {{"current", width("current_link_width")}, {"max", width("max_link_width")}}}};
 }
 
 nlohmann::json machine_context(const std::vector<std::string>& bus_ids, const std::string& root) {

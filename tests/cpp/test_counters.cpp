@@ -64,7 +64,7 @@ TEST(Counters, FractionsOfCeilingsOnlyWhereACeilingWasMeasuredAndThePhaseRan) {
   StepMetrics m = step(3, 4'000'000, 1.0, 0);  // H2D: 4e6 bytes in 1 ms per step = 4 GB/s
   m.nccl_input_bytes = 8'000'000;              // reduce-scatter: 8e6 bytes in 2 ms = 4 GB/s algbw,
   m.phase_ms[static_cast<int>(Phase::reduce_scatter)] = 2.0;  // busbw 4 * (2-1)/2 = 2 GB/s
-  m.nccl_ms = m.nccl_link_ms = 2.0;                            // no rank waited for a peer
+  m.nccl_ms = m.nccl_link_ms = 2.0;                           // no rank waited for a peer
   t.add(m, {m, m});
   benchmark::UserCounters host;
   write_counters(host, t, Prediction{}, Ceilings{}, unchecked(), 2);
@@ -87,9 +87,9 @@ TEST(Counters, BusBandwidthIsOverTheLinkTimeAndOverlapIsTheHiddenShare) {
   CaseTotals t(2);
   StepMetrics m = step(10, 0, 0, 0);
   m.nccl_input_bytes = 8'000'000;
-  m.nccl_ms = 5.0;       // from the own start: 3 ms of it waiting for the later rank
-  m.nccl_wait_ms = 3.0;  // ...
-  m.nccl_link_ms = 2.0;  // 8e6 bytes in 2 ms = 4 GB/s algbw, busbw 2 GB/s
+  m.nccl_ms = 5.0;           // from the own start: 3 ms of it waiting for the later rank
+  m.nccl_wait_ms = 3.0;      // ...
+  m.nccl_link_ms = 2.0;      // 8e6 bytes in 2 ms = 4 GB/s algbw, busbw 2 GB/s
   m.exposed_comm_ms = 1.25;  // the rest ran while a backward op ran
   t.add(m, {m, m});
   t.add(m, {m, m});

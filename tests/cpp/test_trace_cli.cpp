@@ -40,8 +40,8 @@ struct X {
   std::string name, cat, track, case_name;
   double ts, dur;
   uint64_t bytes;
-  int step = -1;       // args.step
-  std::string source;  // args.source
+  int step = -1;        // args.step
+  std::string source;   // args.source
   double step_ms = -1;  // args.step_ms (the gpu step events)
   double end() const { return ts + dur; }
   bool inside(const X& o) const {
@@ -262,8 +262,8 @@ TEST_F(TraceCli, OpsOnStreamTracksWithStepArgsAndAGpuStepSpanningThem) {
       spans[{x.pid, x.case_name, x.step}].push_back(&x);
     }
   }
-  EXPECT_EQ(seen_tracks, (std::set<std::string>{"compute stream", "comm stream", "copy stream",
-                                                "host tasks"}));
+  EXPECT_EQ(seen_tracks,
+            (std::set<std::string>{"compute stream", "comm stream", "copy stream", "host tasks"}));
   EXPECT_EQ(ops.size(), static_cast<size_t>(4 * kWorld * kSteps));  // every case, rank and step
   for (const auto& [key, list] : ops) {
     const auto& [rank, c, step] = key;
