@@ -76,7 +76,7 @@ StepReport CaseRunner::step(uint32_t step, bool check) {
   }();
   backend_.run([&](RankBackend& be) {
     const int r = be.rank();
-    trace::ThreadTraceScope trace_scope(rec, r, plan_.name);
+    trace::ThreadTraceScope trace_scope(rec, r, plan_.name, step);
     if (!drivers_[r]) drivers_[r] = std::make_unique<StepDriver>(be, plan_);
     rep.per_rank[r] = drivers_[r]->run_step(step, check, check ? &rep.oracle[r] : nullptr);
     if (memory_log) {

@@ -22,10 +22,10 @@ bool phase_gbps(const CaseTotals& t, int, double& out) {
   return true;
 }
 
+// Over nccl_link_ms (end − latest rank's start): the time the data moved, not a peer's lateness.
 double nccl_busbw(const CaseTotals& t, int world_size) {
-  return reduce_scatter_busbw_gbps(
-      t.per_step(static_cast<double>(t.sum.nccl_input_bytes)),
-      t.per_step(t.sum.phase_ms[static_cast<int>(Phase::reduce_scatter)]), world_size);
+  return reduce_scatter_busbw_gbps(t.per_step(static_cast<double>(t.sum.nccl_input_bytes)),
+                                   t.per_step(t.sum.nccl_link_ms), world_size);
 }
 
 bool nccl_gbps(const CaseTotals& t, int world_size, double& out) {
@@ -55,7 +55,11 @@ const std::vector<CounterDef>& counter_table() {
   static const std::vector<CounterDef> table = {
       {"step_ms", "ms", K::per_step, field<&StepMetrics::step_ms>},
       {"backward_ms", "ms", K::per_step, phase_of<Phase::backward>},
-      {"nccl_ms", "ms", K::per_step, phase_of<Phase::reduce_scatter>},
+      {"nccl_ms", "ms", K::per_step, field<&StepMetrics::nccl_ms>},
+      {"nccl_wait_ms", "ms", K::per_step, field<&StepMetrics::nccl_wait_ms>},
+      {"nccl_link_ms", "ms", K::per_step, field<&StepMetrics::nccl_link_ms>},
+      {"exposed_comm_ms", "ms", K::per_step, field<&StepMetrics::exposed_comm_ms>},
+      {"compute_ms", "ms", K::per_step, field<&StepMetrics::compute_ms>},
       {"accumulate_ms", "ms", K::per_step, phase_of<Phase::accumulate>},
       {"cpu_add_ms", "ms", K::per_step, phase_of<Phase::cpu_add>},
       {"h2d_ms", "ms", K::per_step, phase_of<Phase::h2d>},
@@ -124,6 +128,8 @@ void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Predi
   }
   // A ratio of per-step means, not a sum: written as it is.
   c["nccl_busbw_gbps"] = nccl_busbw(t, world_size);
+  // The share of the reduce-scatter time that compute hid (0 without reduce-scatters).
+  c["overlap_fraction"] = t.sum.nccl_ms > 0 ? 1 - t.sum.exposed_comm_ms / t.sum.nccl_ms : 0.0;
   // Per rank where ranks differ: the step time always, a peak when it is not the same everywhere
   // (the counters above are the max over ranks, as the design reports them). Every rank folds
   // every step (CaseTotals::add), so the iterations are its step count too.

@@ -22,6 +22,13 @@ struct StepMetrics {
   bool bytes_from_cupti = false;
   uint64_t accounted_h2d_bytes = 0, accounted_d2h_bytes = 0;
   double nccl_kernel_ms = 0, accumulate_kernel_ms = 0, generate_kernel_ms = 0;
+  /// The reduce-scatters as the GPU spent them (docs/DESIGN.md §6, the gate), ms: nccl_ms = Σ (end
+  /// − own start), nccl_wait_ms = Σ (latest rank's start − own start), nccl_link_ms = Σ (end −
+  /// latest rank's start), the busbw denominator. The host backend: wall times, wait 0.
+  double nccl_ms = 0, nccl_wait_ms = 0, nccl_link_ms = 0;
+  /// |∪ reduce-scatters − ∪ compute-stream backward ops| and |∪ compute-stream backward ops|, ms on
+  /// the GPU's clock: the communication not hidden by compute, and the backward as the GPU ran it.
+  double exposed_comm_ms = 0, compute_ms = 0;
 
   /// Folds `o` in field by field with `op` (a max over ranks, a sum over steps); the peaks always
   /// take the max and bytes_from_cupti the or.
@@ -34,8 +41,10 @@ struct StepMetrics {
                    &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
                    &StepMetrics::accounted_d2h_bytes})
       this->*f = op(this->*f, o.*f);
-    for (auto f : {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
-                   &StepMetrics::generate_kernel_ms})
+    for (auto f :
+         {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
+          &StepMetrics::generate_kernel_ms, &StepMetrics::nccl_ms, &StepMetrics::nccl_wait_ms,
+          &StepMetrics::nccl_link_ms, &StepMetrics::exposed_comm_ms, &StepMetrics::compute_ms})
       this->*f = op(this->*f, o.*f);
     peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
     peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);

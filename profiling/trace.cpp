@@ -75,11 +75,11 @@ namespace {
 // The suite's tracks first, in reading order; any other track (e.g. a GPU stream CUPTI saw that
 // the backend did not name) after them, alphabetically.
 int known_track_rank(const std::string& t) {
-  static const char* const order[] = {track::kPhases, track::kHost, track::kCompute, track::kComm,
-                                      track::kCopy};
-  for (int i = 0; i < 5; ++i)
+  static const char* const order[] = {track::kGpuStep, track::kPhases, track::kHost,
+                                      track::kCompute, track::kComm,   track::kCopy};
+  for (int i = 0; i < 6; ++i)
     if (t == order[i]) return i;
-  return 5;
+  return 6;
 }
 
 nlohmann::json metadata(const char* what, int pid, int tid, nlohmann::json args) {
@@ -208,6 +208,7 @@ void ThreadTrace::complete(std::string_view track, std::string_view name, std::s
   try {
     if (!args.is_object()) args = nlohmann::json::object();
     args["case"] = case_name;
+    args["step"] = step;
     recorder->add_complete(rank, track, name, category, begin, end, std::move(args));
   } catch (...) {
     // Out of memory while tracing: the measurement goes on, and the trace counts the lost event.
@@ -215,8 +216,9 @@ void ThreadTrace::complete(std::string_view track, std::string_view name, std::s
   }
 }
 
-ThreadTraceScope::ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name)
-    : target_{recorder, rank, std::move(case_name)}, previous_(detail::tls_current) {
+ThreadTraceScope::ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name,
+                                   uint32_t step)
+    : target_{recorder, rank, std::move(case_name), step}, previous_(detail::tls_current) {
   detail::tls_current = recorder ? &target_ : nullptr;
 }
 

@@ -2,8 +2,8 @@
 // The built-in trace collector (docs/DESIGN.md §7): complete events per rank and track, written as
 // Perfetto / Chrome trace JSON ("traceEvents" with "ph":"X" events and "M" metadata naming each
 // process "rank N" and each track). Sources: NVTX phase ranges (profiling/nvtx.hpp, track
-// "phases"), the host backend's ops (tracks of their streams, "host"), and on the cuda backend
-// the CUPTI activity records (profiling/cupti_collector.hpp).
+// "phases"), the host backend's ops (tracks of their streams, "host tasks"), and on the cuda
+// backend the CUPTI activity records (profiling/cupti_collector.hpp).
 //
 // Recording is opt-in per thread: a ThreadTraceScope makes a recorder current for the calling
 // thread (a rank's thread). Without one, every instrumented site costs one thread-local load.
@@ -28,10 +28,15 @@ using Clock = std::chrono::steady_clock;
 /// Track (thread) names used by the suite; one track per name within a rank's process.
 namespace track {
 inline constexpr const char* kPhases = "phases";  // NVTX ranges: step > micro-batch > unit > phase
-inline constexpr const char* kHost = "host";      // work done by the CPU (CPU add, host scale)
+inline constexpr const char* kHost = "host tasks";  // the CPU's work (CPU add, host scale)
 inline constexpr const char* kCompute = "compute stream";
 inline constexpr const char* kComm = "comm stream";
 inline constexpr const char* kCopy = "copy stream";
+/// A rank's steps as its GPU work and host tasks span them, first to last (cat kGpuStepCategory).
+inline constexpr const char* kGpuStep = "step";
+/// The category of a backend op on its stream track, and of the step's span over them.
+inline constexpr const char* kGpuOpCategory = "gpu op";
+inline constexpr const char* kGpuStepCategory = "gpu step";
 /// The track of a rank's stream (docs/DESIGN.md §2).
 const char* of(Stream s);
 }  // namespace track
@@ -113,15 +118,16 @@ class TraceRecorder {
   nlohmann::json other_ = nlohmann::json::object();
 };
 
-/// What a thread records into: the recorder, the rank (trace process) and the case whose name
-/// every event's args carry ("case").
+/// What a thread records into: the recorder, the rank (trace process), the case whose name and
+/// the step whose number every event's args carry ("case", "step").
 struct ThreadTrace {
   TraceRecorder* recorder = nullptr;
   int rank = 0;
   std::string case_name;
+  uint32_t step = 0;
 
-  /// Records a complete event on `track` of this rank; adds "case" to `args`. Never throws
-  /// (an event that cannot be stored is dropped), so it is safe in destructors.
+  /// Records a complete event on `track` of this rank; adds "case" and "step" to `args`. Never
+  /// throws (an event that cannot be stored is dropped), so it is safe in destructors.
   void complete(std::string_view track, std::string_view name, std::string_view category,
                 Clock::time_point begin, Clock::time_point end,
                 nlohmann::json args = nlohmann::json::object()) const noexcept;
@@ -138,7 +144,7 @@ inline const ThreadTrace* current() { return detail::tls_current; }
 /// usually none, is current again). A null recorder makes the thread record nothing.
 class ThreadTraceScope {
  public:
-  ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name);
+  ThreadTraceScope(TraceRecorder* recorder, int rank, std::string case_name, uint32_t step = 0);
   /// Carries another thread's target over, e.g. into a backend's host-task worker thread:
   /// `ThreadTraceScope s(captured)` where `captured` is a copy of `*trace::current()`.
   explicit ThreadTraceScope(ThreadTrace target);

@@ -5,7 +5,11 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "strategies/backend/machine_facts.hpp"
 
 namespace shardaccum::cuda {
 
@@ -24,11 +28,22 @@ void CudaWorld::build_static_context() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   nlohmann::json devices = nlohmann::json::array();
+  std::vector<std::string> bus_ids;
+  nlohmann::json clocks = nlohmann::json::array();
   for (int i = 0; i < local_count(); ++i) {
     cudaDeviceProp p{};
     SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts_.first_device + i));
     char bus[32] = {};
     SA_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, opts_.first_device + i));
+    bus_ids.emplace_back(bus);
+    // Peak clocks from CUDA (kHz); the current ones need NVML, which this build does not link.
+    int sm_khz = 0, mem_khz = 0;
+    SA_CUDA_CHECK(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, opts_.first_device + i));
+    SA_CUDA_CHECK(
+        cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, opts_.first_device + i));
+    clocks.push_back({{"sm", {{"current", nullptr}, {"max", sm_khz / 1000}}},
+                      {"mem", {{"current", nullptr}, {"max", mem_khz / 1000}}},
+                      {"current", "not read: needs NVML, not linked"}});
     devices.push_back(
         {{"rank", rank_base() + i},
          {"host", host},
@@ -48,6 +63,21 @@ void CudaWorld::build_static_context() {
     for (const auto& b : all)
       for (const auto& d : nlohmann::json::parse(b.begin(), b.end())) devices.push_back(d);
   }
+  // What explains a copy or host-add figure (docs/DESIGN.md §6): this process's host and GPUs.
+  nlohmann::json machine = machine::machine_context(bus_ids);
+  machine["gpu_clocks_mhz"] = clocks;
+  machine["driver"]["cuda"] = version_string(driver);
+  const char* method =
+      opts_.world_size == 1
+          ? "CUDA events around each reduce-scatter on the comm stream, which a one-thread gate "
+            "kernel holds until the host has returned from ncclReduceScatter (start: the GPU "
+            "reaches the collective, not the host's launch); at world 1 NCCL's reduce-scatter is "
+            "a device-to-device copy, not a kernel; nccl_wait_ms 0"
+          : "CUDA events around each reduce-scatter on the comm stream, which a one-thread gate "
+            "kernel holds until the host has returned from ncclReduceScatter (start: the GPU "
+            "reaches the collective, not the host's launch); %globaltimer stamps at the gate's "
+            "release and after the collective give nccl_wait_ms (latest rank's start - own "
+            "start, over the ranks of one process; 0 across processes) and nccl_link_ms";
   static_context_ = {
       {"backend", "cuda"},
       {"time_domain", "CUDA events on each rank's streams"},
@@ -70,7 +100,9 @@ void CudaWorld::build_static_context() {
       {"host_task_depth", opts_.host_task_depth},
       {"omp_max_threads", omp_get_max_threads()},
       {"hardware_threads", std::thread::hardware_concurrency()},
-      {"timeout_s", opts_.timeout_s}};
+      {"timeout_s", opts_.timeout_s},
+      {"machine", machine},
+      {"nccl_time_method", method}};
 }
 
 nlohmann::json CudaWorld::context() const {

@@ -10,7 +10,7 @@
 
 namespace shardaccum::cuda {
 
-cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
+void CudaRank::wait_hazards(int s, std::initializer_list<Use> uses) {
   cudaStream_t st = streams_[s].get();
   for (const Use& u : uses) {
     const Alloc& a = allocs_.at(u.b->data());
@@ -19,6 +19,11 @@ cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
       for (int t = 0; t < kStreamCount; ++t)
         if (t != s && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.reads[t], 0));
   }
+}
+
+cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
+  cudaStream_t st = streams_[s].get();
+  wait_hazards(s, uses);
   cudaEvent_t start = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(start, st));
   return start;
@@ -56,10 +61,16 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
   const auto t0 = Clock::now();
   loop();
   const double ms = ms_since(t0);
-  if (const trace::ThreadTrace* tt = trace::current())  // the CPU's work on the trace's host track
-    tt->complete("host", phase_name(p), "host", t0, Clock::now(), {{"op", op}});
+  const auto t1 = Clock::now();
+  if (const trace::ThreadTrace* tt = trace::current())  // the CPU's work on the host tasks track
+    tt->complete(trace::track::kHost, phase_name(p), "host", t0, t1,
+                 {{"op", op}, {"source", "host clock"}});
   l.lock();
-  if (in_step_) m_.phase_ms[static_cast<int>(p)] += ms;
+  if (in_step_) {
+    m_.phase_ms[static_cast<int>(p)] += ms;
+    if (host_first_ == Clock::time_point{}) host_first_ = t0;
+    host_last_ = std::max(host_last_, t1);
+  }
   for (const Use& u : uses) {
     auto it = allocs_.find(u.b->data());
     if (!u.write || it == allocs_.end()) continue;

@@ -326,6 +326,45 @@ void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s) {
   SA_CUDA_LAUNCH_CHECK("publish_flag_kernel");
 }
 
+__device__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void gate_kernel(const volatile unsigned long long* flag, unsigned long long seq,
+                            volatile unsigned long long* stamp, unsigned long long spin_ns) {
+  const unsigned long long t0 = globaltimer_ns();
+  unsigned long long timed_out = 0;
+  while (*flag < seq) {  // volatile: every iteration reads the host's write through the bus
+    if (globaltimer_ns() - t0 > spin_ns) {
+      timed_out = 1;
+      break;
+    }
+    __nanosleep(256);  // the spinning thread leaves its SM's issue slots to other kernels
+  }
+  stamp[2] = timed_out;
+  stamp[0] = globaltimer_ns();
+  __threadfence_system();
+}
+
+__global__ void stamp_kernel(volatile unsigned long long* stamp) {
+  *stamp = globaltimer_ns();
+  __threadfence_system();
+}
+
+void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t spin_ns,
+                 cudaStream_t s) {
+  gate_kernel<<<1, 1, 0, s>>>(reinterpret_cast<const volatile unsigned long long*>(flag), seq,
+                              reinterpret_cast<volatile unsigned long long*>(stamp), spin_ns);
+  SA_CUDA_LAUNCH_CHECK("gate_kernel");
+}
+
+void launch_stamp(uint64_t* stamp, cudaStream_t s) {
+  stamp_kernel<<<1, 1, 0, s>>>(reinterpret_cast<volatile unsigned long long*>(stamp));
+  SA_CUDA_LAUNCH_CHECK("stamp_kernel");
+}
+
 void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
                   const uint64_t* prefixes, CheckSums* partials, CheckSums* result,
                   cudaStream_t s) {

@@ -29,6 +29,20 @@ void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s);
 /// place a kernel touches pinned memory, and never gradient data.
 void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s);
 
+/// How long a gate waits for the host at most, ns: a bound, so that a host that never writes the
+/// flag, or a launch that waits for the spinning stream (lazy loading of NCCL's kernels), cannot
+/// hang the stream; the start then holds host time (end_step warns).
+inline constexpr uint64_t kGateSpinNs = 1'000'000'000;
+/// The reduce-scatter's gate (docs/DESIGN.md §6), one thread on the comm stream: spins until
+/// *flag (mapped pinned memory the host writes after ncclReduceScatter has returned) reaches `seq`,
+/// or `spin_ns` of %globaltimer have passed (then stamp[2] = 1: the start includes host time; a
+/// bound, so that no gate can hold a stream forever), and writes %globaltimer (ns) to stamp[0].
+/// `flag` and `stamp` are device pointers of mapped pinned memory: control data, never gradients.
+void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t spin_ns,
+                 cudaStream_t s);
+/// *stamp = %globaltimer (ns), one thread: the end of the collective before it on the stream.
+void launch_stamp(uint64_t* stamp, cudaStream_t s);
+
 /// The oracle's partial sums (docs/DESIGN.md §5), summed in a fixed order: deterministic.
 struct CheckSums {
   double err_norm2;

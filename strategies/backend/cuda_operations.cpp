@@ -120,16 +120,32 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
   if (!comm_)
     throw NcclError(who("reduce_scatter") + ": no communicator (aborted after a failure)");
   const int si = idx(Stream::comm);
-  cudaEvent_t start = begin_gpu_op(si, {{&in, false}, {&out, true}});
+  cudaStream_t cs = stream(Stream::comm);
+  wait_hazards(si, {{&in, false}, {&out, true}});
+  // The gate (docs/DESIGN.md §6): the comm stream waits for the host to return from the call, so
+  // the start event below is when the GPU reaches the collective, not the host's launch delay.
+  const GateStamps g = next_gate_stamps();
+  const uint64_t seq = gate_seq_ + 1;
+  launch_gate(gate_flag_dev_, seq, g.dev, kGateSpinNs, cs);
+  gate_seq_ = seq;
+  // Released on every path out of here (an NCCL error, a settle timeout): no gate spins on.
+  struct Release {
+    CudaRank* r;
+    uint64_t seq;
+    ~Release() { r->release_gates(seq); }
+  } release{this, seq};
+  cudaEvent_t start = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(start, cs));
   ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
-  const ncclResult_t r =
-      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()), ncclSum,
-                        comm_.get(), stream(Stream::comm));
+  const ncclResult_t r = ncclReduceScatter(in.data(), out.data(), out.numel(),
+                                           nccl_type(in.dtype()), ncclSum, comm_.get(), cs);
   if (r == ncclInProgress)
     settle(comm_.get(), policy(), who("ncclReduceScatter"));
   else if (r != ncclSuccess)
     throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
+  release_gates(seq);  // the host has returned: the collective may start
   end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
+  launch_stamp(g.dev + 1, cs);  // the end, on the same clock
   m_.nccl_input_bytes += in.bytes();
   ++m_.reduce_scatter_calls;
 }

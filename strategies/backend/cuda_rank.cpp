@@ -36,6 +36,7 @@ CudaRank::~CudaRank() {
   if (worker_.joinable()) worker_.join();
   try {
     set_device(device_);
+    release_gates(gate_seq_);  // no gate may hold the comm stream the drain waits for
     drain(WaitPolicy{30, nullptr, world_.heartbeat()}, who("shutdown"), false);
     // Buffers that outlived the backend: their owners must not use them any more. A failure is
     // logged and the shutdown goes on (the pool is destroyed next either way).

@@ -11,7 +11,8 @@
 // The definitions, by concept: cuda_rank.cpp (construction, validation), cuda_hazards.cpp
 // (cross-stream ordering, host loops), cuda_host_tasks.cpp (the worker), cuda_memory.cpp (pool,
 // pinned arena, deferred frees), cuda_operations.cpp, cuda_rank_events.cpp (events, any_rank),
-// cuda_step.cpp (step timing, CUPTI and trace), cuda_oracle_check.cpp (check_shard).
+// cuda_step.cpp (step timing, CUPTI and trace), cuda_gate.cpp (the reduce-scatter's gate and
+// stamps), cuda_oracle_check.cpp (check_shard).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -101,6 +102,9 @@ class CudaRank final : public RankBackend {
   std::exception_ptr settle_tasks(bool cancel);
   /// After a failed run: tasks cancelled, streams drained, pending accesses forgotten.
   void recover(const WaitPolicy& policy);
+  /// The %globaltimer start stamps (ns) of the last step's reduce-scatters, in issue order: what
+  /// the process's other ranks read between the two barriers of end_step (cuda_gate.cpp).
+  const std::vector<uint64_t>& published_gate_starts() const { return published_starts_; }
   int pinned_growths() const { return pinned_growths_.load(); }
   uint64_t pinned_capacity() const { return pinned_capacity_.load(); }
 
@@ -144,12 +148,32 @@ class CudaRank final : public RankBackend {
   std::string who(const char* op) const;
   Alloc& live(const Buffer& b, const char* op, const char* role);
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
+  /// Orders stream s after the pending accesses of `uses` on the other streams (the hazards).
+  void wait_hazards(int s, std::initializer_list<Use> uses);
   cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
   void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
                   bool is_copy = false);
-  /// --trace without CUPTI's kernel records: the step's GPU ops from the backend's own CUDA events,
-  /// one event per op on its stream's track, placed by their time since the step's start event.
-  void trace_ops_from_events();
+  /// --trace: the step's GPU ops from the backend's own CUDA events (copies included), one event
+  /// per op on its stream's track, placed by `at` (ms since the step's start event, per op of
+  /// ops_), and the step's span over them and its host tasks on the "step" track.
+  void trace_ops_from_events(const std::vector<std::pair<double, double>>& at);
+
+  // ---- the reduce-scatter's gate (cuda_gate.cpp, docs/DESIGN.md §6)
+  /// Mapped pinned [start ns, end ns, timed out] of one reduce-scatter: host and device pointers.
+  struct GateStamps {
+    uint64_t* host = nullptr;
+    uint64_t* dev = nullptr;
+  };
+  /// The next free stamp slot of the step (a new mapped block when the step has used them all);
+  /// allocates the gate flag on first use. Call before launching the gate.
+  GateStamps next_gate_stamps();
+  /// Writes `seq` into the gate flag unless it holds more: every gate up to `seq` runs on.
+  void release_gates(uint64_t seq) noexcept;
+  /// After the step's end event completed (`ok`; else figures are not read): publishes this
+  /// rank's start stamps, waits for the process's other ranks (two host barriers, every rank of
+  /// the process arrives once per step), and fills m_.nccl_wait_ms / nccl_link_ms from the latest
+  /// rank's start per collective. Throws WaitTimeout; a peer's failure leaves the wait 0.
+  void gate_figures(Lock& l, bool ok);
   /// A host loop over pinned operands: after the GPU's pending accesses to them, outside mu_.
   void host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const char* op,
                const std::function<void()>& loop);
@@ -198,6 +222,14 @@ class CudaRank final : public RankBackend {
   uint64_t cupti_t0_ = 0;  // CUPTI timestamp at begin_step: the window of the step's records
   std::vector<TimedOp> ops_;
   StepMetrics m_;
+  std::chrono::steady_clock::time_point host_first_{}, host_last_{};  // the step's host tasks
+  PinnedMemory gate_flag_;  // mapped: the host's release sequence number
+  uint64_t* gate_flag_dev_ = nullptr;
+  uint64_t gate_seq_ = 0;  // gates issued so far (writing it releases them all)
+  std::vector<PinnedMemory> stamp_blocks_;
+  std::vector<GateStamps> step_gates_;  // this step's reduce-scatters, in issue order
+  std::vector<uint64_t> published_starts_;
+  bool gate_timeout_warned_ = false;
   DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
 
   std::mutex task_mu_;  // the host-task queue

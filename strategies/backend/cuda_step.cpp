@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "profiling/trace.hpp"
 #include "strategies/backend/cuda_util.hpp"
 #include "strategies/backend/cuda_world.hpp"
+#include "strategies/backend/op_intervals.hpp"
 
 namespace shardaccum::cuda {
 
@@ -30,6 +32,9 @@ void CudaRank::forget_pending() {
   for (DeferredFree& d : deferred_) arena_.free(d.p);
   deferred_.clear();
   ops_.clear();
+  release_gates(gate_seq_);  // idle streams hold no gate; a value that releases every one issued
+  step_gates_.clear();
+  host_first_ = host_last_ = {};
   in_step_ = false;  // a step abandoned by a failure is over too
   timing_.recycle();
   marks_.recycle();
@@ -45,6 +50,7 @@ void CudaRank::recover(const WaitPolicy& p) {
   }
   set_device(device_);
   Lock l(mu_);
+  release_gates(gate_seq_);  // before the drain: a gate left spinning would hold the comm stream
   drain(p, who("recovery"), false);
   forget_pending();
 }
@@ -86,20 +92,49 @@ StepMetrics CudaRank::end_step() {
   set_device(device_);
   Lock l(mu_);
   if (!in_step_) throw BackendError(who("end_step") + " without begin_step");
-  for (Stream s : {Stream::comm, Stream::copy}) {
-    cudaEvent_t ev = marks_.next();
-    SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
-    SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::compute), ev, 0));
+  cudaEvent_t end = nullptr;
+  std::exception_ptr wait_error;
+  try {
+    for (Stream s : {Stream::comm, Stream::copy}) {
+      cudaEvent_t ev = marks_.next();
+      SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
+      SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::compute), ev, 0));
+    }
+    end = timing_.next();
+    SA_CUDA_CHECK(cudaEventRecord(end, stream(Stream::compute)));
+    in_step_ = false;
+    wait_event(end, comm_.get(), policy(), who("end_step"));
+  } catch (...) {
+    in_step_ = false;
+    wait_error = std::current_exception();
   }
-  cudaEvent_t end = timing_.next();
-  SA_CUDA_CHECK(cudaEventRecord(end, stream(Stream::compute)));
-  in_step_ = false;
-  wait_event(end, comm_.get(), policy(), who("end_step"));
-  float ms = 0;
-  for (const TimedOp& op : ops_) {
+  // Every rank of the process comes here once per step, also after a failed wait (the stamps'
+  // exchange is a barrier of the process's ranks).
+  gate_figures(l, !wait_error);
+  if (wait_error) std::rethrow_exception(wait_error);
+  // Each op's interval on the event clock (ms since the step's start event): phase times, the
+  // reduce-scatters' union against the compute stream's backward (exposed_comm_ms), the trace.
+  std::vector<Interval> at(ops_.size()), rs, compute;
+  float t0 = 0, t1 = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const TimedOp& op = ops_[i];
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
+    SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
+    at[i] = {t0, t1};
+    // As the event pair's own elapsed time (not t1 − t0): the figures stay those of before.
+    float ms = 0;
     SA_CUDA_CHECK(cudaEventElapsedTime(&ms, op.start, op.end));
     m_.phase_ms[static_cast<int>(op.phase)] += ms;
+    if (op.phase == Phase::reduce_scatter) {
+      m_.nccl_ms += ms;
+      rs.push_back(at[i]);
+    } else if (op.phase == Phase::backward && op.stream == idx(Stream::compute)) {
+      compute.push_back(at[i]);
+    }
   }
+  m_.compute_ms = union_ms(compute);
+  m_.exposed_comm_ms = uncovered_ms(rs, compute);
+  float ms = 0;
   SA_CUDA_CHECK(cudaEventElapsedTime(&ms, step_start_, end));
   m_.step_ms = ms;
   uint64_t high = 0;
@@ -108,8 +143,7 @@ StepMetrics CudaRank::end_step() {
   m_.peak_pinned_bytes = pinned_peak_;
   m_.accounted_h2d_bytes = m_.h2d_bytes;
   m_.accounted_d2h_bytes = m_.d2h_bytes;
-  if (trace::current() && !(world_.collector() && world_.options().cupti_kernels))
-    trace_ops_from_events();
+  if (trace::current()) trace_ops_from_events(at);
   if (auto* c = world_.collector()) {
     // Every stream is idle: the window holds all of the step's records, none of the oracle's.
     const uint64_t t_end = c->now();
@@ -126,10 +160,11 @@ StepMetrics CudaRank::end_step() {
                                c->stream_id(stream(Stream::copy))};
       gpu_activity::append_to_trace(*tt, w.records, c->clock_map(),
                                     [&](uint32_t id) -> std::string {
-                                      if (id == ids[0]) return "compute stream";
-                                      if (id == ids[1]) return "comm stream";
-                                      if (id == ids[2]) return "copy stream";
-                                      return "other stream";
+                                      // Beside the backend's own tracks, not on them.
+                                      if (id == ids[0]) return "CUPTI compute stream";
+                                      if (id == ids[1]) return "CUPTI comm stream";
+                                      if (id == ids[2]) return "CUPTI copy stream";
+                                      return "CUPTI other stream";
                                     });
       // NVTX ranges as CUPTI saw them (every thread of the process: asked once, by local rank 0).
       if (c->markers_enabled() && local_index() == 0)
@@ -141,21 +176,23 @@ StepMetrics CudaRank::end_step() {
   return m_;
 }
 
-void CudaRank::trace_ops_from_events() {
+void CudaRank::trace_ops_from_events(const std::vector<Interval>& at) {
   const trace::ThreadTrace* tt = trace::current();
-  const bool cupti_copies = world_.collector() != nullptr;
-  float t0 = 0, t1 = 0;
-  for (const TimedOp& op : ops_) {
-    if (op.is_copy && cupti_copies) continue;  // CUPTI's MEMCPY records show these
-    SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
-    SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
-    const auto at = [&](float ms) {
-      return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
-                                 std::chrono::duration<double, std::milli>(ms));
-    };
-    tt->complete(stream_name(op.stream) + std::string(" stream"), phase_name(op.phase), "gpu op",
-                 at(t0), at(t1), {{"source", "CUDA events of the cuda backend"}});
+  const auto host_time = [&](double ms) {
+    return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
+                               std::chrono::duration<double, std::milli>(ms));
+  };
+  trace::Clock::time_point first = host_first_, last = host_last_;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const auto b = host_time(at[i].first), e = host_time(at[i].second);
+    if (first == trace::Clock::time_point{} || b < first) first = b;
+    last = std::max(last, e);
+    tt->complete(stream_name(ops_[i].stream) + std::string(" stream"), phase_name(ops_[i].phase),
+                 trace::track::kGpuOpCategory, b, e, {{"source", "CUDA events"}});
   }
+  if (first == trace::Clock::time_point{}) return;  // a step without GPU work or host tasks
+  tt->complete(trace::track::kGpuStep, "step " + std::to_string(tt->step) + " " + tt->case_name,
+               trace::track::kGpuStepCategory, first, last, {{"step_ms", m_.step_ms}});
 }
 
 }  // namespace shardaccum::cuda

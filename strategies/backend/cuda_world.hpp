@@ -56,6 +56,11 @@ class CudaWorld final : public Backend {
   /// WaitTimeout (the communicators are then aborted), a failed peer PeerFailure.
   void host_barrier(const WaitPolicy& policy, const std::string& what);
   bool host_any(int slot, bool mine, const WaitPolicy& policy, const std::string& what);
+  /// The last step's gate start stamps of local rank `local` (cuda_gate.cpp: read only between
+  /// the two barriers of end_step).
+  const std::vector<uint64_t>& gate_starts_of(int local) const {
+    return ranks_[local]->published_gate_starts();
+  }
   /// Ranks of this process: world_size, or 1 under a multi-process launch.
   int local_count() const { return static_cast<int>(ranks_.size()); }
   /// The global rank of local rank 0 (0, or process_rank).

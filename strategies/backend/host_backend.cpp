@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "common/errors.hpp"
 #include "profiling/trace.hpp"
 #include "strategies/backend/host_elements.hpp"
+#include "strategies/backend/machine_facts.hpp"
 #include "strategies/backend/rank_barrier.hpp"
 
 namespace shardaccum {
@@ -236,12 +238,23 @@ class HostRank final : public RankBackend {
     m_ = StepMetrics{};
     for (Arena& a : arenas_) a.peak = a.current;
     step_start_ = Clock::now();
+    first_op_ = last_op_ = Clock::time_point{};
   }
 
   StepMetrics end_step() override {
     m_.step_ms = ms_since(step_start_);
     m_.peak_device_bytes = arena(MemSpace::device).peak;
     m_.peak_pinned_bytes = arena(MemSpace::pinned_host).peak;
+    // The contract's GPU-time fields from the host's wall times: every op runs alone (no overlap,
+    // no peer wait measured apart from the call).
+    m_.nccl_ms = m_.nccl_link_ms = m_.phase_ms[static_cast<int>(Phase::reduce_scatter)];
+    m_.exposed_comm_ms = m_.nccl_ms;
+    m_.compute_ms = m_.phase_ms[static_cast<int>(Phase::backward)];
+    const trace::ThreadTrace* tt = trace::current();
+    if (tt && first_op_ != Clock::time_point{})  // the step as its ops span it, first to last
+      tt->complete(trace::track::kGpuStep, "step " + std::to_string(tt->step) + " " + tt->case_name,
+                   trace::track::kGpuStepCategory, first_op_, last_op_,
+                   {{"step_ms", m_.step_ms}, {"source", "host backend"}});
     return m_;
   }
 
@@ -249,12 +262,18 @@ class HostRank final : public RankBackend {
   Arena& arena(MemSpace s) { return arenas_[static_cast<int>(s)]; }
 
   /// Attributes the time since t0 to phase `p` and, when this thread records a trace, records
-  /// the op on `track` (name = the phase, category = the op, args bytes). Host wall-clock times.
+  /// the op on `track` (name = the phase; category "gpu op" on a stream track, "host" on the host
+  /// tasks track, as the cuda backend; args op, bytes, source). Host wall-clock times.
   void done(Phase p, Clock::time_point t0, const char* track, const char* op, uint64_t bytes) {
     const auto t1 = Clock::now();
     m_.phase_ms[static_cast<int>(p)] += std::chrono::duration<double, std::milli>(t1 - t0).count();
-    if (const trace::ThreadTrace* tt = trace::current())
-      tt->complete(track, phase_name(p), op, t0, t1, {{"bytes", bytes}});
+    if (first_op_ == Clock::time_point{}) first_op_ = t0;
+    last_op_ = t1;
+    if (const trace::ThreadTrace* tt = trace::current()) {
+      const bool host = std::string_view(track) == trace::track::kHost;
+      tt->complete(track, phase_name(p), host ? "host" : trace::track::kGpuOpCategory, t0, t1,
+                   {{"op", op}, {"bytes", bytes}, {"source", "host backend"}});
+    }
   }
 
   static std::string shape(const Buffer& b) {
@@ -279,6 +298,7 @@ class HostRank final : public RankBackend {
   Arena arenas_[2];
   StepMetrics m_;
   Clock::time_point step_start_;
+  Clock::time_point first_op_{}, last_op_{};  // the step's first op start and last op end
   uint64_t events_ = 0;
 };
 
@@ -326,7 +346,11 @@ class HostBackend final : public Backend {
             {"time_domain", "host wall-clock"},
             {"world_size", opts_.world_size},
             {"add_threads", opts_.add_threads},
-            {"hardware_threads", std::thread::hardware_concurrency()}};
+            {"hardware_threads", std::thread::hardware_concurrency()},
+            {"machine", machine::machine_context({})},
+            {"nccl_time_method",
+             "host backend: no NCCL; nccl_ms is the host wall time of its reduce_scatter calls "
+             "(rendezvous included), nccl_wait_ms 0"}};
   }
 
  private:

@@ -64,6 +64,7 @@ TEST(Counters, FractionsOfCeilingsOnlyWhereACeilingWasMeasuredAndThePhaseRan) {
   StepMetrics m = step(3, 4'000'000, 1.0, 0);  // H2D: 4e6 bytes in 1 ms per step = 4 GB/s
   m.nccl_input_bytes = 8'000'000;              // reduce-scatter: 8e6 bytes in 2 ms = 4 GB/s algbw,
   m.phase_ms[static_cast<int>(Phase::reduce_scatter)] = 2.0;  // busbw 4 * (2-1)/2 = 2 GB/s
+  m.nccl_ms = m.nccl_link_ms = 2.0;                           // no rank waited for a peer
   t.add(m, {m, m});
   benchmark::UserCounters host;
   write_counters(host, t, Prediction{}, Ceilings{}, unchecked(), 2);
@@ -80,6 +81,34 @@ TEST(Counters, FractionsOfCeilingsOnlyWhereACeilingWasMeasuredAndThePhaseRan) {
   EXPECT_EQ(gpu.at("nccl_frac_ceiling").value, 0.5);
   EXPECT_EQ(gpu.count("d2h_frac_ceiling"), 0u);
   EXPECT_EQ(gpu.count("accumulate_frac_ceiling"), 0u);  // its ceiling is 0
+}
+
+TEST(Counters, BusBandwidthIsOverTheLinkTimeAndOverlapIsTheHiddenShare) {
+  CaseTotals t(2);
+  StepMetrics m = step(10, 0, 0, 0);
+  m.nccl_input_bytes = 8'000'000;
+  m.nccl_ms = 5.0;           // from the own start: 3 ms of it waiting for the later rank
+  m.nccl_wait_ms = 3.0;      // ...
+  m.nccl_link_ms = 2.0;      // 8e6 bytes in 2 ms = 4 GB/s algbw, busbw 2 GB/s
+  m.exposed_comm_ms = 1.25;  // the rest ran while a backward op ran
+  t.add(m, {m, m});
+  t.add(m, {m, m});
+  benchmark::UserCounters c;
+  write_counters(c, t, Prediction{}, Ceilings{}, unchecked(), 2);
+  EXPECT_EQ(c.at("nccl_ms").value, 10.0);  // two steps' sum, GB averages
+  EXPECT_EQ(c.at("nccl_ms").flags, Counter::kAvgIterations);
+  EXPECT_EQ(c.at("nccl_wait_ms").value, 6.0);
+  EXPECT_EQ(c.at("exposed_comm_ms").value, 2.5);
+  EXPECT_EQ(c.at("nccl_busbw_gbps").value, 2.0);
+  EXPECT_EQ(c.at("overlap_fraction").value, 0.75);  // 1 − 1.25 / 5
+  EXPECT_EQ(c.at("overlap_fraction").flags, Counter::kDefaults);
+
+  CaseTotals none(1);  // no reduce-scatter: nothing to hide, 0 rather than NaN
+  none.add(step(1, 0, 0, 0), {step(1, 0, 0, 0)});
+  benchmark::UserCounters z;
+  write_counters(z, none, Prediction{}, Ceilings{}, unchecked(), 1);
+  EXPECT_EQ(z.at("overlap_fraction").value, 0.0);
+  EXPECT_EQ(z.at("nccl_busbw_gbps").value, 0.0);
 }
 
 TEST(Counters, EveryRankHasItsStepTimeAndItsPeaksWhenTheyDiffer) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -38,6 +40,9 @@ struct X {
   std::string name, cat, track, case_name;
   double ts, dur;
   uint64_t bytes;
+  int step = -1;        // args.step
+  std::string source;   // args.source
+  double step_ms = -1;  // args.step_ms (the gpu step events)
   double end() const { return ts + dur; }
   bool inside(const X& o) const {
     return pid == o.pid && ts >= o.ts - 1e-3 && end() <= o.end() + 1e-3;
@@ -82,6 +87,9 @@ class TraceCli : public ::testing::Test {
           e.at("cat"), "",          e.at("args").value("case", ""),
           e.at("ts"),  e.at("dur"), e.at("args").value("bytes", uint64_t{0})};
       x.track = track_[{x.pid, x.tid}];
+      x.step = e.at("args").value("step", -1);
+      x.source = e.at("args").value("source", "");
+      x.step_ms = e.at("args").value("step_ms", -1.0);
       events_.push_back(x);
     }
   }
@@ -112,8 +120,8 @@ TEST_F(TraceCli, OneProcessPerRankWithTheSuitesTracksAndHostTimeDomain) {
     std::set<std::string> tracks;
     for (const auto& [key, name] : track_)
       if (key.first == r) tracks.insert(name);
-    EXPECT_EQ(tracks, (std::set<std::string>{"phases", "host", "compute stream", "comm stream",
-                                             "copy stream"}))
+    EXPECT_EQ(tracks, (std::set<std::string>{"step", "phases", "host tasks", "compute stream",
+                                             "comm stream", "copy stream"}))
         << "rank " << r;
   }
   for (const X& x : events_) EXPECT_GE(x.dur, 0.0);
@@ -222,4 +230,58 @@ TEST(TraceCliErrors, AMissingDirectoryIsRefusedBeforeAnythingRuns) {
   EXPECT_NE(err.find("--trace"), std::string::npos) << err;
   EXPECT_NE(err.find("/nonexistent-shardaccum-dir"), std::string::npos) << err;
   EXPECT_EQ(err.find("[case 1/"), std::string::npos) << "no case may run: " << err;
+}
+
+// The contract's tracks (docs/DESIGN.md §7, issue 15): every backend op on its stream's track as a
+// "gpu op" named by its phase, host tasks on "host tasks", each carrying case, step and source; one
+// "gpu step" per rank, case and step on the "step" track spanning exactly its ops, first to last.
+TEST_F(TraceCli, OpsOnStreamTracksWithStepArgsAndAGpuStepSpanningThem) {
+  const std::set<std::string> streams{"compute stream", "comm stream", "copy stream"};
+  const std::set<std::string> phases{"backward", "reduce_scatter", "accumulate", "h2d",
+                                     "d2h",      "finalize",       "cpu_add"};
+  std::map<std::tuple<int, std::string, int>, std::vector<const X*>> ops;  // (rank, case, step)
+  std::map<std::tuple<int, std::string, int>, std::vector<const X*>> spans;
+  std::set<std::string> seen_tracks;
+  for (const X& x : events_) {
+    if (x.cat == "gpu op" || x.cat == "host") {
+      if (x.cat == "gpu op") {
+        EXPECT_TRUE(streams.count(x.track)) << x.name << " on track " << x.track;
+      } else {
+        EXPECT_EQ(x.track, "host tasks") << x.name;
+        EXPECT_TRUE(x.name == "cpu_add" || x.name == "finalize") << x.name;
+      }
+      EXPECT_TRUE(phases.count(x.name)) << x.name;
+      EXPECT_EQ(x.source, "host backend") << x.name;
+      EXPECT_GE(x.step, kWarmup) << x.name;
+      EXPECT_LT(x.step, kWarmup + kSteps) << x.name;
+      seen_tracks.insert(x.track);
+      ops[{x.pid, x.case_name, x.step}].push_back(&x);
+    } else if (x.cat == "gpu step") {
+      EXPECT_EQ(x.track, "step");
+      EXPECT_EQ(x.name, "step " + std::to_string(x.step) + " " + x.case_name);
+      spans[{x.pid, x.case_name, x.step}].push_back(&x);
+    }
+  }
+  EXPECT_EQ(seen_tracks,
+            (std::set<std::string>{"compute stream", "comm stream", "copy stream", "host tasks"}));
+  EXPECT_EQ(ops.size(), static_cast<size_t>(4 * kWorld * kSteps));  // every case, rank and step
+  for (const auto& [key, list] : ops) {
+    const auto& [rank, c, step] = key;
+    const auto it = spans.find(key);
+    ASSERT_TRUE(it != spans.end() && it->second.size() == 1)
+        << c << " rank " << rank << " step " << step << ": no single gpu step";
+    const X& span = *it->second.front();
+    double first = list.front()->ts, last = list.front()->end();
+    for (const X* x : list) {
+      EXPECT_TRUE(x->inside(span)) << x->name << " outside " << span.name;
+      first = std::min(first, x->ts);
+      last = std::max(last, x->end());
+    }
+    // First to last: the span neither starts before its first op nor ends after its last.
+    EXPECT_NEAR(span.ts, first, 1e-3) << span.name;
+    EXPECT_NEAR(span.end(), last, 1e-3) << span.name;
+    // The suite's step_ms of that step covers the span (it also holds begin_step and end_step).
+    EXPECT_GE(span.step_ms * 1e3 + 1e-3, span.dur) << span.name;
+  }
+  EXPECT_EQ(spans.size(), ops.size());
 }

@@ -170,7 +170,7 @@ TEST(TraceScope, CarriesATargetIntoAnotherThread) {
   }).join();
   ASSERT_EQ(rec.size(), 1u);
   EXPECT_EQ(rec.events()[0].pid, 1);
-  EXPECT_EQ(rec.events()[0].track, "host");
+  EXPECT_EQ(rec.events()[0].track, "host tasks");
 }
 
 namespace ga = shardaccum::gpu_activity;

@@ -1,0 +1,93 @@
+// The reduce-scatter's gate (docs/DESIGN.md §6): a one-thread kernel holds the comm stream until
+// the host has returned from ncclReduceScatter, so the collective's start event is when the GPU
+// reaches it, not the host's launch; %globaltimer stamps give each collective's start and end on
+// a clock the process's ranks compare (nccl_wait_ms, nccl_link_ms).
+#include <algorithm>
+#include <cstdio>
+
+#include "common/errors.hpp"
+#include "strategies/backend/cuda_rank.hpp"
+#include "strategies/backend/cuda_world.hpp"
+
+namespace shardaccum::cuda {
+
+namespace {
+constexpr size_t kStampsPerBlock = 1024;  // reduce-scatters per mapped block (24 KiB)
+constexpr size_t kStampWords = 3;         // start ns, end ns, timed out
+}  // namespace
+
+CudaRank::GateStamps CudaRank::next_gate_stamps() {
+  if (!gate_flag_.get()) {
+    gate_flag_ = PinnedMemory(sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
+    *static_cast<volatile uint64_t*>(gate_flag_.get()) = gate_seq_;
+    SA_CUDA_CHECK(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_), gate_flag_.get(), 0));
+  }
+  const size_t i = step_gates_.size();
+  if (i / kStampsPerBlock >= stamp_blocks_.size())
+    stamp_blocks_.emplace_back(kStampsPerBlock * kStampWords * sizeof(uint64_t),
+                               cudaHostAllocMapped | cudaHostAllocPortable);
+  GateStamps g;
+  g.host = static_cast<uint64_t*>(stamp_blocks_[i / kStampsPerBlock].get()) +
+           i % kStampsPerBlock * kStampWords;
+  std::fill(g.host, g.host + kStampWords, 0);  // a collective that failed leaves no stale figure
+  SA_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&g.dev), g.host, 0));
+  step_gates_.push_back(g);
+  return g;
+}
+
+void CudaRank::release_gates(uint64_t seq) noexcept {
+  if (!gate_flag_.get()) return;
+  auto* flag = static_cast<uint64_t*>(gate_flag_.get());
+  // Monotonic: a later release never lowers the value an earlier, higher one wrote.
+  if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < seq) __atomic_store_n(flag, seq, __ATOMIC_RELEASE);
+}
+
+void CudaRank::gate_figures(Lock& l, bool ok) {
+  published_starts_.clear();
+  std::vector<uint64_t> ends;
+  bool timed_out = false;
+  if (ok)
+    for (const GateStamps& g : step_gates_) {
+      const volatile uint64_t* v = g.host;  // written by the gate and stamp kernels (idle now)
+      published_starts_.push_back(v[0]);
+      ends.push_back(v[1]);
+      timed_out = timed_out || v[2] != 0;
+    }
+  if (timed_out && !gate_timeout_warned_) {
+    gate_timeout_warned_ = true;
+    std::fprintf(stderr,
+                 "shardaccum cuda: rank %d: a reduce-scatter's gate gave up after %.1f s waiting "
+                 "for the host; that collective's nccl_ms includes host time\n",
+                 rank_, kGateSpinNs * 1e-9);
+  }
+  std::vector<uint64_t> latest = published_starts_;
+  // Ranks of this process compare stamps between two barriers; across processes (one rank each
+  // under --launcher env) the stamps are not exchanged: the latest start is this rank's own.
+  if (world_.local_count() > 1) {
+    l.unlock();
+    try {
+      world_.host_any(local_index(), false, policy(), who("end_step (gate stamps)"));
+      for (int r = 0; r < world_.local_count(); ++r) {
+        const std::vector<uint64_t>& peer = world_.gate_starts_of(r);
+        if (peer.size() != latest.size()) continue;  // a failed step: nothing to compare
+        for (size_t k = 0; k < latest.size(); ++k) latest[k] = std::max(latest[k], peer[k]);
+      }
+      // No rank publishes its next step's stamps before every rank has read these.
+      world_.host_any(local_index(), false, policy(), who("end_step (gate stamps read)"));
+    } catch (const PeerFailure&) {
+      latest = published_starts_;  // the run fails with the peer's error; no wait is claimed
+    } catch (...) {
+      l.lock();
+      throw;
+    }
+    l.lock();
+  }
+  for (size_t k = 0; k < latest.size(); ++k) {
+    const uint64_t own = published_starts_[k];
+    m_.nccl_wait_ms += static_cast<double>(latest[k] - own) * 1e-6;
+    if (ends[k] > latest[k]) m_.nccl_link_ms += static_cast<double>(ends[k] - latest[k]) * 1e-6;
+  }
+}
+
+}  // namespace shardaccum::cuda

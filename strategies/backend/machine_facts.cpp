@@ -1,0 +1,108 @@
+#include "strategies/backend/machine_facts.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace shardaccum::machine {
+
+namespace {
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+/// The leading integer of a sysfs value ("16", "-1\n"); `fallback` when there is none.
+int leading_int(std::string_view s, int fallback) {
+  s = trim(s);
+  int v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p != s.data() ? v : fallback;
+}
+}  // namespace
+
+std::string selected_choice(std::string_view line) {
+  const size_t open = line.find('['), close = line.find(']', open == line.npos ? 0 : open);
+  if (open != line.npos && close != line.npos)
+    return std::string(line.substr(open + 1, close - open - 1));
+  return std::string(trim(line));
+}
+
+int pcie_gen_of_speed(std::string_view speed) {
+  speed = trim(speed);
+  double gts = 0;
+  const auto [p, ec] = std::from_chars(speed.data(), speed.data() + speed.size(), gts);
+  if (ec != std::errc() || p == speed.data()) return 0;
+  static const double kSpeeds[] = {2.5, 5, 8, 16, 32, 64};  // GT/s of generations 1..6
+  for (int g = 0; g < 6; ++g)
+    if (std::abs(gts - kSpeeds[g]) < 0.01) return g + 1;
+  return 0;
+}
+
+int count_numa_nodes(const std::vector<std::string>& names) {
+  return static_cast<int>(std::count_if(names.begin(), names.end(), [](const std::string& n) {
+    return n.size() > 4 && n.starts_with("node") &&
+           std::all_of(n.begin() + 4, n.end(), [](unsigned char c) { return std::isdigit(c); });
+  }));
+}
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  if (!f || !std::getline(f, line)) return "";
+  return line;
+}
+
+nlohmann::json host_facts(const std::string& root) {
+  namespace fs = std::filesystem;
+  const std::string thp = root + "/sys/kernel/mm/transparent_hugepage/";
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(root + "/sys/devices/system/node", ec), end; !ec && it != end;
+       it.increment(ec))
+    names.push_back(it->path().filename().string());
+  return {
+      {"thp_enabled", selected_choice(read_first_line(thp + "enabled"))},
+      {"thp_defrag", selected_choice(read_first_line(thp + "defrag"))},
+      {"numa_nodes", count_numa_nodes(names)},
+      {"nvidia_driver", std::string(trim(read_first_line(root + "/proc/driver/nvidia/version")))}};
+}
+
+nlohmann::json pci_facts(const std::string& bus_id, const std::string& root) {
+  std::string id = bus_id;
+  std::transform(id.begin(), id.end(), id.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string dir = root + "/sys/bus/pci/devices/" + id + "/";
+  const auto gen = [&](const char* f) { return pcie_gen_of_speed(read_first_line(dir + f)); };
+  const auto width = [&](const char* f) { return leading_int(read_first_line(dir + f), 0); };
+  return {
+      {"numa_node", leading_int(read_first_line(dir + "numa_node"), -1)},
+      {"pcie_gen", {{"current", gen("current_link_speed")}, {"max", gen("max_link_speed")}}},
+      {"pcie_width", {{"current", width("current_link_width")}, {"max", width("max_link_width")}}}};
+}
+
+nlohmann::json machine_context(const std::vector<std::string>& bus_ids, const std::string& root) {
+  const nlohmann::json h = host_facts(root);
+  nlohmann::json node = nlohmann::json::array(), gen = nlohmann::json::array(),
+                 width = nlohmann::json::array();
+  for (const std::string& id : bus_ids) {
+    const nlohmann::json p = pci_facts(id, root);
+    node.push_back(p.at("numa_node"));
+    gen.push_back(p.at("pcie_gen"));
+    width.push_back(p.at("pcie_width"));
+  }
+  return {{"thp_enabled", h.at("thp_enabled")},
+          {"thp_defrag", h.at("thp_defrag")},
+          {"numa_nodes", h.at("numa_nodes")},
+          {"gpu_numa_node", node},
+          {"pcie_gen", gen},
+          {"pcie_width", width},
+          {"gpu_clocks_mhz", nlohmann::json::array()},
+          {"driver", {{"nvidia", h.at("nvidia_driver")}}}};
+}
+
+}  // namespace shardaccum::machine

@@ -1,0 +1,44 @@
+#pragma once
+// What the machine says that explains a copy or host-add figure (docs/DESIGN.md §6): transparent
+// huge pages, NUMA nodes, a GPU's PCIe link and node, the NVIDIA driver, read from sysfs and
+// /proc. Both backends' contexts; the parsers are pure so that tests can feed them strings.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace shardaccum::machine {
+
+/// The selected value of a sysfs choice line: "always [madvise] never" -> "madvise"; the trimmed
+/// line when it has no brackets; "" for an empty line.
+std::string selected_choice(std::string_view line);
+
+/// The PCIe generation of a link speed as sysfs writes it ("16.0 GT/s PCIe" -> 4, "2.5 GT/s" ->
+/// 1, up to 64 GT/s -> 6); 0 when the text names no known speed.
+int pcie_gen_of_speed(std::string_view speed);
+
+/// The number of entries named node<digits> (the NUMA nodes of /sys/devices/system/node).
+int count_numa_nodes(const std::vector<std::string>& names);
+
+/// The first line of `path` without its newline, "" when it cannot be read.
+std::string read_first_line(const std::string& path);
+
+/// The host's facts under `root` (a sysroot, "" for /): {"thp_enabled", "thp_defrag" (the
+/// selected values, "" when absent), "numa_nodes" (0 when unknown), "nvidia_driver" (the first
+/// line of /proc/driver/nvidia/version, "" when absent)}.
+nlohmann::json host_facts(const std::string& root = "");
+
+/// A PCI device's facts under `root`: `bus_id` as CUDA writes it ("0000:1B:00.0", matched
+/// lowercase) -> {"numa_node" (-1: none or unknown), "pcie_gen": {"current", "max"}, "pcie_width":
+/// {"current", "max"}} (0 where sysfs has no figure).
+nlohmann::json pci_facts(const std::string& bus_id, const std::string& root = "");
+
+/// The context's `machine` object (docs/DESIGN.md §6) for the GPUs at `bus_ids` (none on the host
+/// backend): {"thp_enabled", "thp_defrag", "numa_nodes", "gpu_numa_node": [per device],
+/// "pcie_gen": [{"current", "max"} per device], "pcie_width": [the same], "gpu_clocks_mhz": []
+/// (the cuda backend fills it), "driver": {"nvidia": the /proc line or ""}}.
+nlohmann::json machine_context(const std::vector<std::string>& bus_ids,
+                               const std::string& root = "");
+
+}  // namespace shardaccum::machine
