@@ -12,8 +12,8 @@
 #include "bench/cli_suggest.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
+#include "common/gemm_shape.hpp"
 #include "strategies/default_matrix.hpp"
-#include "strategies/gemm_workspace.hpp"
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
@@ -333,7 +333,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.backward != "synthetic" && o.backward != "gemm")
     throw CliError("--backward '" + brief(o.backward) + "': expected synthetic or gemm");
   o.tokens_given = app.count("--tokens") > 0;
-  // 65536 keeps every GEMM's sums of products exact in fp32 (cuda_gemm.cpp's zero weight gradient).
+  // 65536 keeps every GEMM's sums of products exact in fp32 (launch_gemm_operands, cuda_gemm.hpp).
   o.tokens = static_cast<uint64_t>(
       parse_int_flag(tokens_s, "--tokens", 1, static_cast<int64_t>(kMaxGemmTokens),
                      "1.." + std::to_string(kMaxGemmTokens) + " token rows"));

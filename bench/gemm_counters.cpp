@@ -1,6 +1,6 @@
 #include "bench/gemm_counters.hpp"
 
-#include "strategies/gemm_workspace.hpp"
+#include "common/gemm_shape.hpp"
 
 namespace shardaccum {
 

@@ -6,9 +6,9 @@
 #include <functional>
 #include <type_traits>
 
+#include "common/gemm_shape.hpp"
 #include "strategies/backend/cuda_gemm.hpp"
 #include "strategies/backend/cuda_world.hpp"
-#include "strategies/gemm_workspace.hpp"
 
 namespace shardaccum::cuda {
 

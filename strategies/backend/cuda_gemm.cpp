@@ -3,14 +3,15 @@
 // cuBLAS, in the gradient's dtype, issued on the compute stream like generate.
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
 #include "common/errors.hpp"
+#include "common/gemm_shape.hpp"
 #include "strategies/backend/cuda_gemm.hpp"
 #include "strategies/backend/cuda_rank.hpp"
 #include "strategies/backend/cuda_util.hpp"
-#include "strategies/gemm_workspace.hpp"
 
 namespace shardaccum::cuda {
 
@@ -85,31 +86,32 @@ void CudaRank::gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t token
                        std::to_string(tokens) + " tokens of " + dtype_name(t));
   if (tokens > INT_MAX) throw BackendError(who("gemm_backward") + ": tokens above INT_MAX");
   if (ops.end == 0) return;  // only 1-D parameters: no GEMM
-  auto* base = static_cast<char*>(workspace.data());
-  const size_t eb = dtype_bytes(t);
-  void* x = base;
-  void* dy = base + ops.dy * eb;
-  void* dx = base + ops.dx * eb;
-  const int si = idx(s);
-  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}});
-  cublasContext* h = gemm_.bind(device_, stream(s), base + tail * eb, kCublasWorkspaceBytes);
-  const cudaDataType_t ct = cuda_type(t);
-  const cublasComputeType_t compute = compute_type(t, tf32);
-  const float one = 1, zero = 0;
+  // Every check before the op starts: a throw leaves no half-recorded op behind.
   GemmShape g;
   uint64_t rows_max = 0, cols_max = 0;
-  for (const Param& p : unit.params)
-    if (gemm_shape(p, g)) {
-      rows_max = std::max(rows_max, g.rows);
-      cols_max = std::max(cols_max, g.cols);
-    }
-  launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, stream(s));
-  const int T = static_cast<int>(tokens);
   for (const Param& p : unit.params) {
     if (!gemm_shape(p, g)) continue;
     if (g.rows > INT_MAX || g.cols > INT_MAX || p.offset + p.numel() > grad.numel())
       throw BackendError(who("gemm_backward") + ": parameter " + p.name + " of unit " + unit.name +
                          " does not fit cuBLAS's int dimensions or " + shape(grad));
+    rows_max = std::max(rows_max, g.rows);
+    cols_max = std::max(cols_max, g.cols);
+  }
+  auto* base = static_cast<char*>(workspace.data());
+  const size_t eb = dtype_bytes(t);
+  void* x = base;
+  void* dy = base + ops.dy * eb;
+  void* dx = base + ops.dx * eb;
+  cublasContext* h = gemm_.bind(device_, stream(s), base + tail * eb, kCublasWorkspaceBytes);
+  const cudaDataType_t ct = cuda_type(t);
+  const cublasComputeType_t compute = compute_type(t, tf32);
+  const float one = 1, zero = 0;
+  const int T = static_cast<int>(tokens);
+  const int si = idx(s);
+  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}});
+  launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, stream(s));
+  for (const Param& p : unit.params) {
+    if (!gemm_shape(p, g)) continue;
     const int rows = static_cast<int>(g.rows), cols = static_cast<int>(g.cols);
     void* w = static_cast<char*>(grad.data()) + p.offset * eb;  // row-major [rows, cols]
     // Column-major: W is Wᵀ (cols x rows, ld cols). dX (T x cols) = dY (T x rows) · W.
