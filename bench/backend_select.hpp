@@ -57,6 +57,12 @@ class BackendPool {
       if (b && b->abandoned()) return true;
     return false;
   }
+  /// The cuda backend's dense GEMM ceiling in these gradient dtypes (--backward gemm cases), fp32
+  /// with TF32 when `tf32`; none by default.
+  void set_gemm_ceilings(std::vector<DType> dtypes, bool tf32) {
+    gemm_dtypes_ = std::move(dtypes);
+    gemm_tf32_ = tf32;
+  }
   /// Waits (collectives, peers) of the cuda backend end with an error after this many seconds.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   /// One process per GPU (--launcher env): this process is global rank `rank`, on visible device
@@ -74,6 +80,8 @@ class BackendPool {
   bool ceilings_;
   uint64_t pinned_hint_;
   double timeout_s_ = 300;
+  std::vector<DType> gemm_dtypes_;
+  bool gemm_tf32_ = false;
   int process_rank_ = -1, process_device_ = 0;
   std::vector<uint8_t> nccl_id_;
   std::map<int, std::unique_ptr<Backend>> worlds_;

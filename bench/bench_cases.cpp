@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "bench/gemm_counters.hpp"
+
 namespace shardaccum {
 
 namespace {
@@ -51,6 +53,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
       if (check) verdict.add(rep.oracle);
     }
     write_counters(st.counters, t, model, backend.ceilings(), verdict, spec.world_size);
+    write_gemm_counters(st.counters, t, spec.plan());
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
                 (verdict.correct() ? "correct"
                                    : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())));

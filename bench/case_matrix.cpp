@@ -1,16 +1,18 @@
 #include "bench/case_matrix.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace shardaccum {
 
 std::string CaseSpec::name() const {
   return "accum/model:" + layout->name + "/world:" + std::to_string(world_size) +
-         "/schedule:" + schedule.modes + "/" + strategy.name() + "/dtype:" + dtypes.name();
+         "/schedule:" + schedule.modes + "/" + strategy.name() + "/dtype:" + dtypes.name() +
+         (backward == Backward::gemm ? "/backward:gemm-T" + std::to_string(tokens) : "");
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout, schedule, strategy, dtypes, gen, seed, name()};
+  return CasePlan{*layout, schedule, strategy, dtypes, gen, seed, name(), backward, tokens, tf32};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -19,8 +21,19 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
     for (int w : a.world_sizes)
       for (const auto& d : a.dtypes)
         for (const auto& st : a.strategies)
-          for (const auto& sc : a.schedules) cases.push_back({m, w, sc, st, d, a.gen, a.seed});
+          for (const auto& sc : a.schedules)
+            cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32});
   return cases;
+}
+
+std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases) {
+  std::vector<DType> out;
+  for (DType t : {DType::fp32, DType::bf16})
+    if (std::any_of(cases.begin(), cases.end(), [&](const CaseSpec& c) {
+          return c.backward == Backward::gemm && c.dtypes.grad == t;
+        }))
+      out.push_back(t);
+  return out;
 }
 
 std::string MatrixPart::text() const { return std::to_string(index) + "/" + std::to_string(count); }

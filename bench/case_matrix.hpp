@@ -19,6 +19,9 @@ struct MatrixAxes {
   std::vector<DTypeTriple> dtypes;
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0x5a5a;
+  Backward backward = Backward::synthetic;  // --backward; with gemm, --tokens and --tf32 below
+  uint64_t tokens = 0;
+  bool tf32 = false;
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -32,11 +35,20 @@ struct CaseSpec {
   DTypeTriple dtypes;
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0;
+  Backward backward = Backward::synthetic;
+  uint64_t tokens = 0;
+  bool tf32 = false;
 
-  /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7).
+  /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
+  /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
+  /// were).
   std::string name() const;
   CasePlan plan() const;
 };
+
+/// The gradient dtypes of the --backward gemm cases among `cases`, each once (fp32 first): the
+/// dtypes of the run's dense GEMM ceiling.
+std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases);
 
 /// The product of the axes, in a stable order (model, world, dtype, strategy, schedule).
 std::vector<CaseSpec> build_matrix(const MatrixAxes& axes);

@@ -12,6 +12,7 @@
 #include "bench/cli_suggest.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
+#include "common/gemm_shape.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/preset/preset.hpp"
 
@@ -184,7 +185,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   // syntax for all (CLI11 alone would take hex for some, wrap -1 into a uint64 seed, ...).
   std::string warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
               seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
-              trace_steps_s = std::to_string(o.trace_steps),
+              trace_steps_s = std::to_string(o.trace_steps), tokens_s = std::to_string(o.tokens),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s));
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
@@ -232,6 +233,14 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--gen", o.gen, "Gradient values: dyadic (exact sums) or random (full mantissa)")
       ->capture_default_str();
+  app.add_option("--backward", o.backward,
+                 "synthetic: the generator kernel alone; gemm: cuBLAS GEMMs on every unit's "
+                 "parameter shapes first (4*T*numel FLOPs, the cuda backend only)")
+      ->capture_default_str();
+  app.add_option("--tokens", tokens_s, "T, the token rows of --backward gemm's GEMMs (1..65536)")
+      ->capture_default_str()
+      ->type_name("INT");
+  app.add_flag("--tf32", o.tf32, "--backward gemm: let fp32 GEMMs use TF32 tensor cores");
   app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
       ->capture_default_str()
       ->type_name("UINT");
@@ -321,6 +330,17 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                    "': expected every (each measured step) or last (the last one)");
   if (o.gen != "dyadic" && o.gen != "random")
     throw CliError("--gen '" + o.gen + "': expected dyadic or random");
+  if (o.backward != "synthetic" && o.backward != "gemm")
+    throw CliError("--backward '" + brief(o.backward) + "': expected synthetic or gemm");
+  o.tokens_given = app.count("--tokens") > 0;
+  // 65536 keeps every GEMM's sums of products exact in fp32 (launch_gemm_operands, cuda_gemm.hpp).
+  o.tokens = static_cast<uint64_t>(
+      parse_int_flag(tokens_s, "--tokens", 1, static_cast<int64_t>(kMaxGemmTokens),
+                     "1.." + std::to_string(kMaxGemmTokens) + " token rows"));
+  if (o.backward == "synthetic" && (o.tokens_given || o.tf32))
+    throw CliError(std::string(o.tokens_given ? "--tokens" : "--tf32") +
+                   " is for --backward gemm only (the synthetic backward runs no GEMM); add "
+                   "--backward gemm or leave it out");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -77,6 +77,10 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("k", joined(ks));
   benchmark::AddCustomContext("gen", opts.gen);
   benchmark::AddCustomContext("seed", std::to_string(opts.seed));
+  // --backward (docs/DESIGN.md §2): tokens 0 and tf32 false with the synthetic backward.
+  benchmark::AddCustomContext("backward", opts.backward);
+  benchmark::AddCustomContext("tokens", std::to_string(opts.backward == "gemm" ? opts.tokens : 0));
+  benchmark::AddCustomContext("tf32", opts.tf32 ? "true" : "false");
   benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
   benchmark::AddCustomContext("matrix_cases", std::to_string(s.matrix_cases));
 }

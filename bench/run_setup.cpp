@@ -71,6 +71,10 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
       return std::nullopt;
     }
     s.choice = choose_backend(s.opts.backend);
+    if (s.opts.backward == "gemm" && s.choice.name != "cuda")
+      throw CliError("--backward gemm runs cuBLAS GEMMs and needs the cuda backend (this run's "
+                     "backend is " +
+                     s.choice.name + "); use --backend cuda on a GPU, or --backward synthetic");
     s.launch = resolve_launcher(s.opts.launcher);
     s.rendezvous = setup_launch(s.opts, s.launch, s.choice);
     apply_default_job(s.opts, s.choice);

@@ -12,6 +12,9 @@ struct Ceilings {
   double reduce_scatter_busbw_gbps = 0;  // NCCL reduce-scatter bus bandwidth (nccl-tests' busbw)
   double reduce_scatter_algbw_gbps = 0;  // and its algorithm bandwidth
   double host_add_gbps = 0;              // the CPU add's bytes read + written per second
+  // Dense GEMM (cuBLAS, square), 1e12 FLOP/s, in the gradient dtypes of --backward gemm cases.
+  double gemm_tflops_bf16 = 0;
+  double gemm_tflops_fp32 = 0;  // TF32 tensor cores when the run has --tf32
   bool measured() const { return h2d_gbps > 0 || device_copy_gbps > 0 || host_add_gbps > 0; }
 };
 

@@ -11,6 +11,10 @@
 
 namespace shardaccum {
 
+/// What the backward of a unit runs (docs/DESIGN.md §2): the generator kernel alone (synthetic), or
+/// cuBLAS GEMMs on the unit's parameter shapes before it (gemm, the cuda backend only).
+enum class Backward { synthetic, gemm };
+
 /// Everything that defines a case except the backend.
 struct CasePlan {
   Layout layout;
@@ -20,6 +24,9 @@ struct CasePlan {
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0x5a5a;
   std::string name;  // the benchmark case name, put on the step's NVTX range
+  Backward backward = Backward::synthetic;
+  uint64_t tokens = 0;  // T, the GEMMs' token rows with gemm; 0 with synthetic
+  bool tf32 = false;    // fp32 GEMMs may use TF32 tensor cores (--tf32)
 };
 
 }  // namespace shardaccum

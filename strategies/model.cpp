@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "strategies/gemm_workspace.hpp"
+
 namespace shardaccum {
 
 Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
@@ -20,7 +22,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   std::vector<bool> grad_alive(units, false);
   std::vector<SavedView> saved(units);  // what mode tracking may see of each unit's saved shard
   uint64_t dev = 0, pinned = 0;         // bytes alive now
-  std::deque<uint64_t> pending;         // pinned stagings of host tasks that may not have run yet
+  // --backward gemm: the StepDriver's workspace, alive for the whole case (a constant term).
+  if (plan.backward == Backward::gemm)
+    dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
+  std::deque<uint64_t> pending;  // pinned stagings of host tasks that may not have run yet
   auto bump = [&] {
     p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
     p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);

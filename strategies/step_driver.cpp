@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "profiling/nvtx.hpp"
+#include "strategies/gemm_workspace.hpp"
 
 namespace shardaccum {
 
@@ -49,6 +50,15 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
                     plan_.gen,
                     dyadic_max_,
                     u.shard};
+  if (plan_.backward == Backward::gemm) {
+    // Allocated at the first unit, inside the step: a failure is agreed like any backward's.
+    if (!workspace_)
+      workspace_ = be_.allocate(MemSpace::device, plan_.dtypes.grad,
+                                gemm_workspace_numel(plan_.layout, plan_.tokens, plan_.dtypes.grad),
+                                Stream::compute);
+    be_.gemm_backward(u.grad, plan_.layout.units[u.index], plan_.tokens, plan_.tf32, workspace_,
+                      Stream::compute);
+  }
   be_.generate(u.grad, key, accumulate, Stream::compute);
 }
 

@@ -31,6 +31,7 @@ class StepDriver {
   std::vector<UnitGrad> units_;
   std::string pending_error_;  // this rank's error, held until the ranks agree before a collective
   uint8_t dyadic_max_;         // the generator's value range for this case (dyadic_range)
+  Buffer workspace_;           // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
 };
 
 }  // namespace shardaccum

@@ -21,6 +21,7 @@
 #include "common/dtype.hpp"
 #include "common/errors.hpp"
 #include "common/gradient_gen.hpp"
+#include "common/layout.hpp"
 #include "common/memory_space.hpp"
 #include "common/shard_check.hpp"
 #include "common/step_metrics.hpp"
@@ -67,6 +68,13 @@ class RankBackend : public BufferOwner {
   /// Synthetic backward: grad = g(...) or, with `accumulate`, grad += g(...). Elements at index
   /// >= key.numel (the padding) are written as zero.
   virtual void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) = 0;
+  /// The GEMM backward of one unit (docs/DESIGN.md §2): for each parameter of `unit` (shape
+  /// [rows, cols...] flattened to rows x cols; 1-D params: no GEMM), data gradient dX = dY·W and
+  /// weight gradient dW = dYᵀ·X with T = tokens rows, 4·T·numel FLOPs, in grad's dtype; dW is
+  /// written into grad's region of that parameter (the generator then overwrites it). `workspace`
+  /// holds X, dY, dX and cuBLAS's workspace (gemm_workspace_numel). Host backend: BackendError.
+  virtual void gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t tokens, bool tf32,
+                             Buffer& workspace, Stream s) = 0;
   /// NCCL-style reduce-scatter with SUM in the input's dtype: out (numel/N) = this rank's shard.
   /// A collective: every rank calls it in the same order.
   virtual void reduce_scatter(Buffer& out, const Buffer& in) = 0;

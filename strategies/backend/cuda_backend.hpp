@@ -31,6 +31,11 @@ struct CudaBackendOptions {
   uint64_t ceiling_device_copy_bytes = 512ull << 20;   // per rank
   uint64_t ceiling_reduce_scatter_bytes = 1ull << 30;  // input bytes per rank (fp32)
   uint64_t ceiling_host_add_bytes = 256ull << 20;      // per operand and rank
+  /// The dense GEMM ceiling (n x n x n, cuBLAS) in each of these gradient dtypes: those of the
+  /// run's --backward gemm cases; none when empty. fp32 with TF32 when `ceiling_gemm_tf32`.
+  std::vector<DType> ceiling_gemm_dtypes;
+  bool ceiling_gemm_tf32 = false;
+  uint64_t ceiling_gemm_n = 8192;  // halved until three n x n matrices fit in a quarter of free
   /// A wait (event, stream, collective, barrier) longer than this ends with a clear error and the
   /// communicators are aborted, never a hang.
   double timeout_s = 300;

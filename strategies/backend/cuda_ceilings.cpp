@@ -6,6 +6,8 @@
 #include <functional>
 #include <type_traits>
 
+#include "common/gemm_shape.hpp"
+#include "strategies/backend/cuda_gemm.hpp"
 #include "strategies/backend/cuda_world.hpp"
 
 namespace shardaccum::cuda {
@@ -15,6 +17,8 @@ namespace {
 struct RankCeilings {
   double h2d = 0, d2h = 0, bidir = 0, device_copy = 0, rs_algbw = 0, rs_busbw = 0, host_add = 0;
   double accumulate = 0;  // the suite's own add kernel alone (not a ceiling: measured against one)
+  double gemm_bf16 = 0, gemm_fp32 = 0;  // dense GEMM, TFLOP/s (0: not measured)
+  uint64_t gemm_n = 0;                  // its size n (n x n x n)
 };
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
@@ -107,6 +111,29 @@ nlohmann::json CudaWorld::measure_ceilings() {
                                            },
                                            {compute}, 10));
 
+    // Dense GEMM in each gradient dtype of the run's --backward gemm cases: best of three means.
+    for (DType t : opts_.ceiling_gemm_dtypes) {
+      uint64_t gn = opts_.ceiling_gemm_n;
+      size_t free_b = 0, total_b = 0;
+      SA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      while (gn > 256 && 3 * gn * gn * dtype_bytes(t) > free_b / 4) gn /= 2;
+      DeviceMemory ga(gn * gn * dtype_bytes(t)), gb(gn * gn * dtype_bytes(t)),
+          gc(gn * gn * dtype_bytes(t)), gws(kCublasWorkspaceBytes);
+      launch_gemm_operands(ga.get(), gb.get(), t, gn, gn, gn, compute);  // no zeros: full power
+      GemmHandle h;
+      cublasContext* ch = h.bind(rank.device(), compute, gws.get(), kCublasWorkspaceBytes);
+      const bool tf32 = t == DType::fp32 && opts_.ceiling_gemm_tf32;
+      auto gemm = [&] {
+        dense_gemm(ch, t, tf32, static_cast<int>(gn), ga.get(), gb.get(), gc.get());
+      };
+      double best = 0;
+      for (int i = 0; i < 3; ++i)
+        best = i ? std::min(best, timed(gemm, {compute}, 3)) : timed(gemm, {compute}, 3);
+      const double tflops = best > 0 ? 2.0 * gn * gn * gn / (best * 1e-3) / 1e12 : 0;
+      (t == DType::fp32 ? res[r].gemm_fp32 : res[r].gemm_bf16) = tflops;
+      res[r].gemm_n = gn;
+    }
+
     // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
     const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
     DeviceMemory rs_in(count * n * 4), rs_out(count * 4);
@@ -183,6 +210,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
   c.reduce_scatter_busbw_gbps = mean(&RankCeilings::rs_busbw);
   c.reduce_scatter_algbw_gbps = mean(&RankCeilings::rs_algbw);
   c.host_add_gbps = mean(&RankCeilings::host_add);
+  c.gemm_tflops_bf16 = mean(&RankCeilings::gemm_bf16);
+  c.gemm_tflops_fp32 = mean(&RankCeilings::gemm_fp32);
   nlohmann::json per_rank = nlohmann::json::array();
   for (const auto& x : res)
     per_rank.push_back({{"h2d_gbps", x.h2d},
@@ -192,7 +221,9 @@ nlohmann::json CudaWorld::measure_ceilings() {
                         {"reduce_scatter_algbw_gbps", x.rs_algbw},
                         {"reduce_scatter_busbw_gbps", x.rs_busbw},
                         {"host_add_gbps", x.host_add},
-                        {"accumulate_kernel_gbps", x.accumulate}});
+                        {"accumulate_kernel_gbps", x.accumulate},
+                        {"gemm_tflops_bf16", x.gemm_bf16},
+                        {"gemm_tflops_fp32", x.gemm_fp32}});
   nlohmann::json j = {
       {"ceiling_h2d_gbps", c.h2d_gbps},
       {"ceiling_d2h_gbps", c.d2h_gbps},
@@ -215,6 +246,14 @@ nlohmann::json CudaWorld::measure_ceilings() {
       {"ceiling_host_add_threads", host_threads_},
       {"ceiling_seconds",
        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  // Only the dtypes measured: a key is a figure of this run, never a 0 for "not asked".
+  for (DType t : opts_.ceiling_gemm_dtypes)
+    j[std::string("ceiling_gemm_tflops_") + dtype_name(t)] =
+        t == DType::fp32 ? c.gemm_tflops_fp32 : c.gemm_tflops_bf16;
+  if (!opts_.ceiling_gemm_dtypes.empty()) {
+    j["ceiling_gemm_n"] = res[0].gemm_n;
+    j["ceiling_gemm_tf32"] = opts_.ceiling_gemm_tf32;
+  }
   {
     std::lock_guard<std::mutex> l(ceilings_mutex_);
     ceilings_ = j;

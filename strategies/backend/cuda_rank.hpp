@@ -30,6 +30,7 @@
 #include "strategies/backend/backend.hpp"
 #include "strategies/backend/cuda_check.hpp"
 #include "strategies/backend/cuda_event_pool.hpp"
+#include "strategies/backend/cuda_gemm.hpp"
 #include "strategies/backend/cuda_handles.hpp"
 #include "strategies/backend/cuda_kernels.hpp"
 #include "strategies/backend/cuda_pinned_arena.hpp"
@@ -60,6 +61,8 @@ class CudaRank final : public RankBackend {
   void convert(Buffer& dst, const Buffer& src, Stream s) override;
   void scale(Buffer& dst, double factor, Stream s) override;
   void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) override;
+  void gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t tokens, bool tf32,
+                     Buffer& workspace, Stream s) override;  // cuda_gemm.cpp
   void reduce_scatter(Buffer& out, const Buffer& in) override;
   Event record(Stream s) override;
   void wait(Stream waiter, Event e) override;
@@ -240,6 +243,7 @@ class CudaRank final : public RankBackend {
   bool task_cancel_ = false, task_stop_ = false;
   std::atomic<std::thread::id> worker_id_{};  // set by the worker itself: on_worker() compares
   std::thread worker_;
+  GemmHandle gemm_;  // --backward gemm's cuBLAS handle (cuda_gemm.cpp); destroyed first
 };
 
 }  // namespace shardaccum::cuda

@@ -181,6 +181,12 @@ class HostRank final : public RankBackend {
     done(Phase::backward, t0, trace::track::of(s), "generate", grad.bytes());
   }
 
+  // The CLI refuses --backward gemm on this backend; a direct call gets the same reason.
+  void gemm_backward(Buffer&, const FlatParam& unit, uint64_t, bool, Buffer&, Stream) override {
+    throw BackendError("host backend: gemm_backward of unit " + unit.name +
+                       ": --backward gemm runs cuBLAS GEMMs and needs the cuda backend");
+  }
+
   void reduce_scatter(Buffer& out, const Buffer& in) override {
     expect_in(in, MemSpace::device, "reduce_scatter", "input");
     expect_in(out, MemSpace::device, "reduce_scatter", "output");

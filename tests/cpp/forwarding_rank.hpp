@@ -24,6 +24,10 @@ class ForwardingRank : public RankBackend {
   void generate(Buffer& g, const GradKey& k, bool acc, Stream s) override {
     in_.generate(g, k, acc, s);
   }
+  void gemm_backward(Buffer& g, const FlatParam& u, uint64_t t, bool tf32, Buffer& w,
+                     Stream s) override {
+    in_.gemm_backward(g, u, t, tf32, w, s);
+  }
   void reduce_scatter(Buffer& o, const Buffer& i) override { in_.reduce_scatter(o, i); }
   Event record(Stream s) override { return in_.record(s); }
   void wait(Stream w, Event e) override { in_.wait(w, e); }
