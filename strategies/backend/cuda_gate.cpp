@@ -50,8 +50,8 @@ void CudaRank::gate_figures(Lock& l, bool ok) {
   if (ok)
     for (const GateStamps& g : step_gates_) {
       const volatile uint64_t* v = g.host;  // written by the gate and stamp kernels (idle now)
-      published_starts_.push_back(v[0]);
-      ends.push_back(v[1]);
+      published_starts_.push_back(static_cast<uint64_t>(v[0]));
+      ends.push_back(static_cast<uint64_t>(v[1]));
       timed_out = timed_out || v[2] != 0;
     }
   if (timed_out && !gate_timeout_warned_) {
