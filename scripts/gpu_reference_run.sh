@@ -11,6 +11,13 @@
 #   realtests the real systems' GPU tests (pytest tests/py_gpu: FSDP2/FSDP1 through bench/real/)
 #   reference the one-GPU main job, scripts/run.sh --name h200-reference (suite + real systems)
 #   deepspeed DeepSpeed ZeRO-3/ZeRO-2 (ZERO_SYSTEMS) beside it, into reports/h200-reference/
+#   timecheck nsys against the suite's times and bytes: uniform:16x64M, world 1, SSSS and nnnS,
+#            offload none/gpu-add/cpu-add (scripts/profile.sh, NSYS_DEPS=.deps/nsys), into reports/profiles/
+#   overlap  uniform:16x64M SSSS without offload, lookahead 0/1/unbounded, synthetic and gemm backward,
+#            with a trace and its report, into reports/h200-overlap/
+#   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
+#   gemmref  the one-GPU suite job with --backward gemm --tokens 1024 --cupti kernels
+#            (run.sh --no-real --name h200-reference-gemm), then scripts/check_trace.py on its trace
 # e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
 # after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
 # Run from the repository root.
@@ -21,7 +28,7 @@ PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference 2>/dev/null) 2>/dev/null \
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/profiles 2>/dev/null) 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
@@ -152,7 +159,49 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       }
     done
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed)"; exit 2 ;;
+  timecheck)
+    step "nsys time check: uniform:16x64M, world 1, SSSS and nnnS, offload none/gpu-add/cpu-add"
+    s0=$SECONDS
+    NSYS_DEPS=${NSYS_DEPS:-$PWD/.deps/nsys} timeout 420 bash scripts/profile.sh --no-build \
+      --filter 'offload:(none|gpu-add|cpu-add)/mode:flag' --name w1-uniform16x64M-times \
+      -- --model uniform:16x64M --world-size 1 --schedule SSSS,nnnS --binding data-free \
+      >"$OUT/timecheck.log" 2>&1
+    echo "timecheck: rc=$? wall $((SECONDS - s0)) s"; tail -30 "$OUT/timecheck.log"
+    cp reports/profiles/w1-uniform16x64M-times.times.json reports/profiles/w1-uniform16x64M-times.bytes.txt \
+      reports/profiles/w1-uniform16x64M-times.bench.json "$OUT/" 2>/dev/null
+    ;;
+  overlap)
+    step "overlap: uniform:16x64M SSSS offload none, lookahead 0/1/unbounded, synthetic and gemm"
+    D=reports/h200-overlap
+    mkdir -p "$D"
+    timeout 200 $B --model uniform:16x64M --world-size 1 --schedule SSSS --binding data-free --mode flag \
+      --offload none --lookahead 0,1,unbounded --cupti kernels --trace "$D/trace.json" \
+      --benchmark_out="$D/run.json" --benchmark_out_format=json >"$D/synthetic.log" 2>&1
+    echo "synthetic: rc=$?"
+    timeout 200 $B --model uniform:16x64M --world-size 1 --schedule SSSS --binding data-free --mode flag \
+      --offload none --lookahead 0,1,unbounded --backward gemm --tokens 1024 --cupti kernels \
+      --trace "$D/trace-gemm.json" --benchmark_out="$D/run-gemm.json" --benchmark_out_format=json \
+      >"$D/gemm.log" 2>&1
+    echo "gemm: rc=$?"
+    for r in "" -gemm; do
+      python3 scripts/check_trace.py "$D/run$r.json" "$D/trace$r.json" >"$D/check_trace$r.txt" 2>&1
+      echo "check_trace$r: rc=$?"; tail -6 "$D/check_trace$r.txt"
+    done
+    ;;
+  suiteref|gemmref)
+    name=h200-reference-suite flags=(--cupti kernels)
+    [[ "$part" == gemmref ]] && name=h200-reference-gemm flags=(--backward gemm --tokens 1024 --cupti kernels)
+    step "one-GPU suite job: scripts/run.sh --no-real --name $name -- ${flags[*]}"
+    s0=$SECONDS
+    timeout 540 bash scripts/run.sh --no-install --no-real --name "$name" -- "${flags[@]}" 2>&1 \
+      | tee "$OUT/$name.log" | grep -v '^accum/' | tail -25
+    echo "$name: wall $((SECONDS - s0)) s (the build was done before it)"
+    gunzip -kf "reports/$name/trace.json.gz" 2>/dev/null
+    python3 scripts/check_trace.py "reports/$name/run.json" "reports/$name/trace.json" \
+      >"reports/$name/check_trace.txt" 2>&1
+    echo "check_trace: rc=$?"; tail -8 "reports/$name/check_trace.txt"
+    ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed, timecheck, overlap, suiteref, gemmref)"; exit 2 ;;
   esac
 done
 step "done"

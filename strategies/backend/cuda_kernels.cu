@@ -332,7 +332,7 @@ __device__ unsigned long long globaltimer_ns() {
   return t;
 }
 
-__global__ void gate_kernel(const volatile unsigned long long* flag, unsigned long long seq,
+__global__ void shardaccum_nccl_gate(const volatile unsigned long long* flag, unsigned long long seq,
                             volatile unsigned long long* stamp, unsigned long long spin_ns) {
   const unsigned long long t0 = globaltimer_ns();
   unsigned long long timed_out = 0;
@@ -348,21 +348,21 @@ __global__ void gate_kernel(const volatile unsigned long long* flag, unsigned lo
   __threadfence_system();
 }
 
-__global__ void stamp_kernel(volatile unsigned long long* stamp) {
+__global__ void shardaccum_nccl_stamp(volatile unsigned long long* stamp) {
   *stamp = globaltimer_ns();
   __threadfence_system();
 }
 
 void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t spin_ns,
                  cudaStream_t s) {
-  gate_kernel<<<1, 1, 0, s>>>(reinterpret_cast<const volatile unsigned long long*>(flag), seq,
+  shardaccum_nccl_gate<<<1, 1, 0, s>>>(reinterpret_cast<const volatile unsigned long long*>(flag), seq,
                               reinterpret_cast<volatile unsigned long long*>(stamp), spin_ns);
-  SA_CUDA_LAUNCH_CHECK("gate_kernel");
+  SA_CUDA_LAUNCH_CHECK("shardaccum_nccl_gate");
 }
 
 void launch_stamp(uint64_t* stamp, cudaStream_t s) {
-  stamp_kernel<<<1, 1, 0, s>>>(reinterpret_cast<volatile unsigned long long*>(stamp));
-  SA_CUDA_LAUNCH_CHECK("stamp_kernel");
+  shardaccum_nccl_stamp<<<1, 1, 0, s>>>(reinterpret_cast<volatile unsigned long long*>(stamp));
+  SA_CUDA_LAUNCH_CHECK("shardaccum_nccl_stamp");
 }
 
 void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const OracleKey& key,
