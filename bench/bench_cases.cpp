@@ -56,7 +56,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     write_gemm_counters(st.counters, t, spec.plan());
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
                 (verdict.correct() ? "correct"
-                                   : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())));
+                                   : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())) +
+                "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()));
     ok = true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());

@@ -215,6 +215,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
            joined(ModeRegistry::get().names()) + " or all. Default: " + joined(dm.mode));
   add_list(app, "--division", o.divisions,
            joined(DivisionRegistry::get().names()) + " or all. Default: " + joined(dm.division));
+  add_list(app, "--lookahead", o.lookaheads,
+           "Reduce-scatters in flight as the backward goes on: 0, 1, unbounded or all. Default: "
+           "a preset's own (fsdp2 1; fsdp1, fairscale, zero3 unbounded), else 1");
   add_list(app, "--preset", o.presets,
            joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
   add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")

@@ -16,6 +16,8 @@ struct BenchOptions {
   bool k_given = false;    // --k was on the command line: a literal must then match one of ks
   // Strategy axes: empty means the default matrix's values (strategies/default_matrix.hpp).
   std::vector<std::string> bindings, offloads, modes, divisions, presets;
+  // --lookahead 0|1|unbounded (a list or all); empty: each strategy's default (strategy.hpp).
+  std::vector<std::string> lookaheads;
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto
   int warmup = 1, steps = 3;

@@ -185,6 +185,18 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
         expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
         expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
   }
+  if (!o.lookaheads.empty()) {  // each strategy once per lookahead given
+    std::vector<std::string> all;
+    for (Lookahead l : kLookaheads) all.push_back(lookahead_name(l));
+    std::vector<StrategySpec> each;
+    for (const auto& st : a.strategies)
+      for (const auto& l : expand(o.lookaheads, all, {}, "--lookahead")) {
+        StrategySpec v = st;
+        v.lookahead = parse_lookahead(l);
+        each.push_back(v);
+      }
+    a.strategies = std::move(each);
+  }
   std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
   check_all_alone(dtypes, "--dtype");
   if (dtypes == std::vector<std::string>{"all"})

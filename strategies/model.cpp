@@ -25,7 +25,15 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   // --backward gemm: the StepDriver's workspace, alive for the whole case (a constant term).
   if (plan.backward == Backward::gemm)
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
-  std::deque<uint64_t> pending;  // pinned stagings of host tasks that may not have run yet
+  std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
+  std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
+  const Lookahead ahead = plan.strategy.effective_lookahead();
+  auto retire = [&](size_t keep) {  // as StepDriver::retire_oldest, down to `keep` held
+    while (in_flight.size() > keep) {
+      dev -= in_flight.front();
+      in_flight.pop_front();
+    }
+  };
   auto bump = [&] {
     p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
     p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);
@@ -47,8 +55,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       bump();
       p.nccl_input_bytes += padded * bg;
       ++p.reduce_scatter_calls;
-      dev -= padded * bg;  // the unsharded gradient is freed after the reduce-scatter
+      in_flight.push_back(padded * bg);  // freed when the compute stream waits for its RS
       grad_alive[ui] = false;
+      if (ahead == Lookahead::zero) retire(0);
+      if (ahead == Lookahead::one) retire(1);
 
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const uint64_t cast = plan.dtypes.reduce != plan.dtypes.accum ? shard * ba : 0;
@@ -82,6 +92,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       }
       if (stored) mode->shard_saved(u);
     }
+    retire(0);  // a micro-batch with syncs ends with the compute stream waiting for all of them
   }
   for (uint32_t u = 0; u < units; ++u) mode->finalized(u);
   return p;

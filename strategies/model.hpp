@@ -15,11 +15,12 @@ struct Prediction {
   uint64_t h2d_bytes = 0;  // gpu-add: (s-1) * (P_u/N) * b_a when mode tracking sees the shard
   uint64_t d2h_bytes = 0;  // offloaded: s * (P_u/N) * b_a
   uint64_t peak_device_bytes =
-      0;  // unsharded gradients alive at once + out + staging + device saved
+      0;  // unsharded gradients alive or in flight at once + out + staging + device saved
   uint64_t peak_pinned_bytes = 0;  // saved for every unit + staging
 };
 
-/// Walks the schedule as the step driver does, asking the strategy's mode tracking (a fresh
+/// Walks the schedule as the step driver does (the unsharded gradients held per the strategy's
+/// lookahead, docs/DESIGN.md §2), asking the strategy's mode tracking (a fresh
 /// instance) at each sync micro-batch and its offload policy for the bytes of what it decided.
 /// `host_task_depth` is the backend's RankBackend::host_task_depth(): CPU adds that may still be
 /// pending, each with its pinned staging buffer (0 on the host backend: the prediction is exact;

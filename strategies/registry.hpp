@@ -25,9 +25,6 @@ struct AxisValueInfo {
   std::string
       follows;    // the real system(s) it follows, with the function, e.g. "FSDP2 foreach_reduce"
   int order = 0;  // report order within the axis (ties: by name)
-  /// How many units the backward may run ahead of the reduce-scatters (docs/DESIGN.md §2): 0, the
-  /// only value the step driver implements today, makes the compute stream wait for each one.
-  uint32_t backward_ahead = 0;
 };
 
 /// What a value's factory may need to know of the case.
@@ -54,15 +51,12 @@ class AxisRegistry {
   }
 
   /// Registers a value; returns true so that a namespace-scope `const bool` can hold the call.
-  /// Throws std::logic_error for a duplicate or empty name, or backward_ahead > 0 (not
-  /// implemented).
+  /// Throws std::logic_error for a duplicate or empty name. (How far the backward runs ahead is
+  /// the strategy's lookahead, strategies/strategy.hpp, not an axis value's.)
   bool add(AxisValueInfo info, Factory make) {
     if (info.name.empty() || find(info.name))
       throw std::logic_error(std::string(Interface::kAxis) + ": value '" + info.name +
                              "' registered twice or unnamed");
-    if (info.backward_ahead != 0)
-      throw std::logic_error(std::string(Interface::kAxis) + " '" + info.name +
-                             "': backward_ahead > 0 is not implemented by the step driver");
     entries_.push_back({std::move(info), make});
     std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
       return a.info.order != b.info.order ? a.info.order < b.info.order : a.info.name < b.info.name;

@@ -14,12 +14,10 @@ json axis(const std::vector<std::string>& default_matrix, const char* default_va
   json values = json::array();
   for (const auto& e : AxisRegistry<Interface>::get().entries()) {
     const auto instance = e.make(AxisArgs{1, {}});
-    json props = properties(*instance);
-    props["backward_ahead"] = e.info.backward_ahead;
     values.push_back({{"name", e.info.name},
                       {"description", e.info.description},
                       {"follows", e.info.follows},
-                      {"properties", props}});
+                      {"properties", properties(*instance)}});
   }
   return {{"axis", Interface::kAxis},
           {"flag", std::string("--") + Interface::kAxis},
@@ -67,20 +65,28 @@ json registry_json() {
                         {{"binding", p.spec.binding},
                          {"offload", p.spec.offload},
                          {"mode", p.spec.mode},
-                         {"division", p.spec.division}}}});
-  return {{"schema", kRegistrySchema},
-          {"axes",
-           {axis<Binding>(d.binding, defaults.binding.c_str(), true, &no_properties<Binding>),
-            axis<OffloadPolicy>(d.offload, defaults.offload.c_str(), true, &offload_properties),
-            axis<ModeTracking>(d.mode, defaults.mode.c_str(), true, &no_properties<ModeTracking>),
-            axis<Division>(d.division, kDefaultDivision, false, &no_properties<Division>)}},
-          {"name_parts",
-           {"model", "world", "schedule", "binding", "offload", "mode", "division", "dtype"}},
-          {"presets", presets},
-          {"canonical_schedules", canonical_schedules()},
-          {"dtypes", std::vector<std::string>(std::begin(kDtypeTriples), std::end(kDtypeTriples))},
-          {"default_dtype", kDtypeTriples[0]},
-          {"max_k", kMaxMicroBatches}};
+                         {"division", p.spec.division}}},
+                       {"lookahead", lookahead_name(p.lookahead)}});
+  return {
+      {"schema", kRegistrySchema},
+      {"axes",
+       {axis<Binding>(d.binding, defaults.binding.c_str(), true, &no_properties<Binding>),
+        axis<OffloadPolicy>(d.offload, defaults.offload.c_str(), true, &offload_properties),
+        axis<ModeTracking>(d.mode, defaults.mode.c_str(), true, &no_properties<ModeTracking>),
+        axis<Division>(d.division, kDefaultDivision, false, &no_properties<Division>)}},
+      {"name_parts",
+       {"model", "world", "schedule", "binding", "offload", "mode", "division", "dtype"}},
+      {"presets", presets},
+      {"lookahead",
+       {{"flag", "--lookahead"},
+        {"values", {"0", "1", "unbounded"}},
+        {"default", lookahead_name(StrategySpec{}.default_lookahead())},
+        {"default_rule", "a preset's registered lookahead for its axis values, else the default"},
+        {"named", "unless_default"}}},
+      {"canonical_schedules", canonical_schedules()},
+      {"dtypes", std::vector<std::string>(std::begin(kDtypeTriples), std::end(kDtypeTriples))},
+      {"default_dtype", kDtypeTriples[0]},
+      {"max_k", kMaxMicroBatches}};
 }
 
 }  // namespace shardaccum

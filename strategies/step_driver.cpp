@@ -25,14 +25,27 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
   }
 }
 
-void StepDriver::agree_before_collective() {
+void StepDriver::agree() {
   if (!be_.any_rank(!pending_error_.empty())) return;
+  retire_all();  // nothing of this step stays in flight past its failure
   if (!pending_error_.empty()) {
     std::string msg;
     msg.swap(pending_error_);
     throw AccumulationError("rank " + std::to_string(be_.rank()) + ": " + msg);
   }
   throw PeerFailure("rank " + std::to_string(be_.rank()) + ": another rank failed");
+}
+
+void StepDriver::retire_oldest() {
+  be_.wait(Stream::compute, in_flight_.front().done);
+  in_flight_.pop_front();  // the gradient is freed once the compute stream has waited for its RS
+}
+
+void StepDriver::retire_all() {
+  // The accumulation issued after the last reduce-scatter runs on the comm stream too: wait for
+  // all of it, not only the reduce-scatters' events.
+  be_.wait(Stream::compute, be_.record(Stream::comm));
+  in_flight_.clear();
 }
 
 void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode) {
@@ -62,24 +75,44 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   be_.generate(u.grad, key, accumulate, Stream::compute);
 }
 
+void StepDriver::join_anyway(UnitGrad& u, Buffer& out) {
+  try {
+    if (!u.grad)
+      u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
+    if (!out) out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
+  } catch (const std::exception& e) {
+    // Alone out of the collective: the peers' waits are released by this rank's failure.
+    std::string msg;
+    msg.swap(pending_error_);
+    throw AccumulationError("rank " + std::to_string(be_.rank()) + ": " + msg +
+                            " (and no scratch to join the reduce-scatter of unit " +
+                            std::to_string(u.index) + ": " + e.what() + ")");
+  }
+}
+
 void StepDriver::sync(UnitGrad& u, int mb) {
-  // The output first: a rank that cannot allocate it tells the others at the agreement instead of
-  // leaving them alone in the collective.
   Buffer out;
   try {
     out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
   } catch (const std::exception& e) {
     if (pending_error_.empty()) pending_error_ = e.what();
   }
-  agree_before_collective();
+  // Errors are agreed once per micro-batch: a failed rank goes on joining its collectives.
+  if (!pending_error_.empty()) join_anyway(u, out);
   {
     nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
     be_.wait(Stream::comm, be_.record(Stream::compute));
     be_.reduce_scatter(out, u.grad);
-    // backward_ahead 0 (every strategy today): the next backward waits for this reduce-scatter.
-    if (strategy_.backward_ahead() == 0) be_.wait(Stream::compute, be_.record(Stream::comm));
+    in_flight_.push_back({std::move(u.grad), be_.record(Stream::comm)});
+    u.grad.reset();  // after an S the unsharded gradient is gone from the unit (held until retired)
   }
-  u.grad.reset();  // really freed: after an S the unsharded gradient is gone
+  // The lookahead (docs/DESIGN.md §2): how many reduce-scatters stay in flight as the backward
+  // goes on; unbounded waits at the micro-batch's end (run_step).
+  const Lookahead ahead = strategy_.lookahead();
+  if (ahead == Lookahead::zero) retire_oldest();
+  if (ahead == Lookahead::one)
+    while (in_flight_.size() > 1) retire_oldest();
+  if (!pending_error_.empty()) return;  // out is released: this step fails at the next agreement
   nvtx::PhaseRange r(Phase::accumulate, out.bytes(), be_.rank());
   try {
     strategy_.accumulate(be_, u, std::move(out), mb);
@@ -90,6 +123,7 @@ void StepDriver::sync(UnitGrad& u, int mb) {
 
 StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle) {
   be_.begin_step();
+  if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
   {
     const std::string label = "step " + std::to_string(step) + " " + plan_.name;
     nvtx::ScopedRange step_range(label.c_str(), be_.rank());
@@ -98,11 +132,12 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
       const std::string mb_label =
           "micro-batch " + std::to_string(mb) + " " + static_cast<char>(mode);
       nvtx::ScopedRange mb_range(mb_label.c_str(), be_.rank());
+      if (mode == MicroBatchMode::sync) agree();  // once per micro-batch with collectives
       for (auto it = units_.rbegin(); it != units_.rend(); ++it) {  // backward: last unit first
         const std::string unit_label = "unit " + std::to_string(it->index) + " " + it->name;
         nvtx::ScopedRange unit_range(unit_label.c_str(), be_.rank());
-        // A failure here (out of device memory) is agreed at the next collective, so every rank
-        // fails the step together and no rank waits alone in a reduce-scatter.
+        // A failure here (out of device memory) is agreed at the next micro-batch with syncs or
+        // the step's end; meanwhile this rank joins the reduce-scatters (sync, join_anyway).
         try {
           if (pending_error_.empty()) backward(*it, step, mb, mode);
         } catch (const std::exception& e) {
@@ -110,6 +145,8 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
         }
         if (mode == MicroBatchMode::sync) sync(*it, mb);
       }
+      // Every micro-batch with syncs ends with the compute stream waiting for all in flight.
+      if (mode == MicroBatchMode::sync) retire_all();
     }
     for (UnitGrad& u : units_) {
       nvtx::PhaseRange r(Phase::finalize, u.saved ? u.saved.bytes() : 0, be_.rank());
@@ -126,7 +163,7 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
   } catch (const std::exception& e) {
     if (pending_error_.empty()) pending_error_ = e.what();
   }
-  agree_before_collective();
+  agree();
   for (UnitGrad& u : units_) {
     if (check && oracle) {
       const OracleKey key{plan_.seed,

@@ -1,8 +1,10 @@
 #pragma once
 // One optimizer step on one rank (docs/DESIGN.md §2): for each micro-batch, backward over the units
-// last to first; at a sync micro-batch reduce-scatter, free the unsharded gradient, and let the
-// strategy accumulate; then finalize every unit, check it against the oracle, release it.
+// last to first; at a sync micro-batch reduce-scatter, hold the unsharded gradient until the
+// compute stream waits for that reduce-scatter (the strategy's lookahead), and let the strategy
+// accumulate on the comm stream; then finalize every unit, check it against the oracle, release it.
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -17,21 +19,38 @@ class StepDriver {
  public:
   StepDriver(RankBackend& be, const CasePlan& plan);
   /// Runs step `step`; when `check` the finished shards are compared with the oracle before they
-  /// are released. Throws AccumulationError (this rank failed) or PeerFailure (another did).
+  /// are released. Errors are agreed (RankBackend::any_rank) once at the start of each micro-batch
+  /// with syncs and once at the end of the step; a rank with a pending error keeps joining the
+  /// micro-batch's reduce-scatters meanwhile. Throws AccumulationError (this rank failed; at once
+  /// when it cannot even allocate scratch to join a collective) or PeerFailure (another did).
   StepMetrics run_step(uint32_t step, bool check, OracleResult* oracle);
 
  private:
+  /// A unit's unsharded gradient whose reduce-scatter the compute stream has not waited for yet.
+  struct InFlight {
+    Buffer grad;
+    Event done;  // recorded on the comm stream right after the reduce-scatter
+  };
+
   void backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode);
   void sync(UnitGrad& u, int mb);
-  void agree_before_collective();
+  /// With a pending error: scratch for a missing input or output so that this rank still joins
+  /// the collective; throws AccumulationError at once when even that allocation fails.
+  void join_anyway(UnitGrad& u, Buffer& out);
+  /// The compute stream waits for the oldest reduce-scatter in flight; its gradient is freed.
+  void retire_oldest();
+  /// The compute stream waits for all the comm stream's work; every held gradient is freed.
+  void retire_all();
+  void agree();
 
   RankBackend& be_;
   const CasePlan& plan_;
   AccumulationStrategy strategy_;
   std::vector<UnitGrad> units_;
-  std::string pending_error_;  // this rank's error, held until the ranks agree before a collective
-  uint8_t dyadic_max_;         // the generator's value range for this case (dyadic_range)
-  Buffer workspace_;           // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
+  std::deque<InFlight> in_flight_;  // oldest first; lookahead 0: empty, 1: one, between syncs
+  std::string pending_error_;       // this rank's error, held until the ranks agree
+  uint8_t dyadic_max_;              // the generator's value range for this case (dyadic_range)
+  Buffer workspace_;  // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
 };
 
 }  // namespace shardaccum

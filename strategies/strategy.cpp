@@ -2,13 +2,42 @@
 #include "strategies/strategy.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
+
+const char* lookahead_name(Lookahead l) {
+  switch (l) {
+  case Lookahead::zero: return "0";
+  case Lookahead::one: return "1";
+  case Lookahead::unbounded: return "unbounded";
+  }
+  return "?";
+}
+
+Lookahead parse_lookahead(std::string_view s) {
+  for (Lookahead l : kLookaheads)
+    if (s == lookahead_name(l)) return l;
+  throw std::invalid_argument("--lookahead: unknown value '" + std::string(s) +
+                              "' (expected 0, 1, unbounded)");
+}
 
 std::string StrategySpec::name() const {
   std::string n = "binding:" + binding + "/offload:" + offload + "/mode:" + mode;
   if (division != kDefaultDivision) n += "/division:" + division;
+  const Lookahead l = effective_lookahead();
+  if (l != default_lookahead()) n += std::string("/lookahead:") + lookahead_name(l);
   return n;
+}
+
+Lookahead StrategySpec::default_lookahead() const {
+  for (const PresetInfo& p : PresetRegistry::get().entries())
+    if (p.spec.binding == binding && p.spec.offload == offload && p.spec.mode == mode &&
+        p.spec.division == division)
+      return p.lookahead;
+  return Lookahead::one;
 }
 
 void validate(const StrategySpec& s) {
@@ -26,10 +55,7 @@ AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t unit
   offload_ = OffloadRegistry::get().make(spec.offload, args);
   binding_ = BindingRegistry::get().make(spec.binding, args);
   division_ = DivisionRegistry::get().make(spec.division, args);
-  backward_ahead_ = std::min({ModeRegistry::get().at(spec.mode).info.backward_ahead,
-                              OffloadRegistry::get().at(spec.offload).info.backward_ahead,
-                              BindingRegistry::get().at(spec.binding).info.backward_ahead,
-                              DivisionRegistry::get().at(spec.division).info.backward_ahead});
+  lookahead_ = spec.effective_lookahead();
 }
 
 void AccumulationStrategy::prepare_backward(UnitGrad& u, int, MicroBatchMode mode) {

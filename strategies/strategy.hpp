@@ -3,7 +3,9 @@
 // each a small state machine or policy in a file of its own under strategies/<axis>/, registered by
 // name (strategies/registry.hpp), composed here behind one AccumulationStrategy whose hooks the
 // step driver calls.
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,17 +20,41 @@
 
 namespace shardaccum {
 
-/// A strategy = one value of each axis, by registered name.
+/// How many reduce-scatters may still be in flight when the backward goes on (docs/DESIGN.md §2):
+/// zero, the compute stream waits for each (fully exposed); one, FSDP2's one group behind;
+/// unbounded, no per-unit wait, the compute stream waits for the comm stream at the micro-batch's
+/// end.
+enum class Lookahead : uint8_t { zero, one, unbounded };
+
+/// "0", "1" or "unbounded", as on the command line and in case names.
+const char* lookahead_name(Lookahead l);
+/// Parses lookahead_name's spellings. Throws std::invalid_argument naming --lookahead.
+Lookahead parse_lookahead(std::string_view s);
+/// Every lookahead value, in order.
+inline constexpr Lookahead kLookaheads[] = {Lookahead::zero, Lookahead::one, Lookahead::unbounded};
+
+/// A strategy = one value of each axis, by registered name, and its lookahead.
 struct StrategySpec {
   std::string binding = "data-free";
   std::string offload = "none";
   std::string mode = "flag";
   std::string division = "end";
+  /// nullopt: the strategy's default (default_lookahead()).
+  std::optional<Lookahead> lookahead;
   /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default
-  /// (kDefaultDivision): an axis added later at its default leaves names, filters and compare
-  /// baselines as they were.
+  /// (kDefaultDivision), then "/lookahead:V" unless V is default_lookahead(): an axis added later
+  /// at its default leaves names, filters and compare baselines as they were.
   std::string name() const;
-  bool operator==(const StrategySpec&) const = default;
+  /// The registered lookahead of the preset with these four axis values (strategies/preset/), else
+  /// Lookahead::one, so that one case name always means one behaviour.
+  Lookahead default_lookahead() const;
+  /// `lookahead` if given, else default_lookahead().
+  Lookahead effective_lookahead() const { return lookahead ? *lookahead : default_lookahead(); }
+  /// The same axis values and the same effective lookahead.
+  bool operator==(const StrategySpec& o) const {
+    return binding == o.binding && offload == o.offload && mode == o.mode &&
+           division == o.division && effective_lookahead() == o.effective_lookahead();
+  }
 };
 
 /// The default of the `division` axis, left out of case names.
@@ -46,9 +72,8 @@ class AccumulationStrategy {
   bool offloaded() const { return offload_->offloaded(); }
   const OffloadPolicy& offload() const { return *offload_; }
   const ModeTracking& mode() const { return *mode_; }
-  /// How many units the backward may run ahead of the reduce-scatters: the least of its values'
-  /// registered backward_ahead (0 today: the compute stream waits for each reduce-scatter).
-  uint32_t backward_ahead() const { return backward_ahead_; }
+  /// How far the backward runs ahead of the reduce-scatters (spec().effective_lookahead()).
+  Lookahead lookahead() const { return lookahead_; }
 
   /// Decide what the existing gradient means, before the unit's backward of micro-batch mb.
   void prepare_backward(UnitGrad& u, int mb, MicroBatchMode mode);
@@ -65,7 +90,7 @@ class AccumulationStrategy {
   std::unique_ptr<OffloadPolicy> offload_;
   std::unique_ptr<Binding> binding_;
   std::unique_ptr<Division> division_;
-  uint32_t backward_ahead_ = 0;
+  Lookahead lookahead_ = Lookahead::one;
 };
 
 }  // namespace shardaccum

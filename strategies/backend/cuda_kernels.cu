@@ -332,8 +332,9 @@ __device__ unsigned long long globaltimer_ns() {
   return t;
 }
 
-__global__ void shardaccum_nccl_gate(const volatile unsigned long long* flag, unsigned long long seq,
-                            volatile unsigned long long* stamp, unsigned long long spin_ns) {
+__global__ void shardaccum_nccl_gate(const volatile unsigned long long* flag,
+                                     unsigned long long seq, volatile unsigned long long* stamp,
+                                     unsigned long long spin_ns) {
   const unsigned long long t0 = globaltimer_ns();
   unsigned long long timed_out = 0;
   while (*flag < seq) {  // volatile: every iteration reads the host's write through the bus
@@ -355,8 +356,9 @@ __global__ void shardaccum_nccl_stamp(volatile unsigned long long* stamp) {
 
 void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t spin_ns,
                  cudaStream_t s) {
-  shardaccum_nccl_gate<<<1, 1, 0, s>>>(reinterpret_cast<const volatile unsigned long long*>(flag), seq,
-                              reinterpret_cast<volatile unsigned long long*>(stamp), spin_ns);
+  shardaccum_nccl_gate<<<1, 1, 0, s>>>(reinterpret_cast<const volatile unsigned long long*>(flag),
+                                       seq, reinterpret_cast<volatile unsigned long long*>(stamp),
+                                       spin_ns);
   SA_CUDA_LAUNCH_CHECK("shardaccum_nccl_gate");
 }
 

@@ -9,7 +9,7 @@ class DataBinding final : public Binding {
  public:
   void add(RankBackend& be, Buffer& dst, const Buffer& src, MemSpace where, UnitGrad&,
            const AddSite&) const override {
-    be.add(dst, src, where, where == MemSpace::device ? Stream::compute : Stream::copy);
+    be.add(dst, src, where, where == MemSpace::device ? Stream::comm : Stream::copy);
   }
 };
 

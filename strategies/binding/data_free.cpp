@@ -33,7 +33,7 @@ class DataFreeBinding final : public Binding {
           site.describe() + ": checked add rejected (" + why +
           "): " + (dst ? describe("accumulator", dst) : "accumulator is empty") + ", " +
           (src ? describe("addend", src) : "addend is empty") + ", add on " + space_name(where));
-    be.add(dst, src, where, where == MemSpace::device ? Stream::compute : Stream::copy);
+    be.add(dst, src, where, where == MemSpace::device ? Stream::comm : Stream::copy);
     ++u.saved_version;
   }
 };

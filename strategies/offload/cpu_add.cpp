@@ -18,7 +18,7 @@ class CpuAdd final : public OffloadPolicy {
     const Buffer& src = cast ? cast : out;
     auto staging = std::make_shared<Buffer>(
         be.allocate(MemSpace::pinned_host, accum, src.numel(), Stream::copy));
-    be.wait(Stream::copy, be.record(Stream::compute));
+    be.wait(Stream::copy, be.record(Stream::comm));
     be.copy(*staging, src, Stream::copy);  // D2H
     // The CPU may read staging only once the copy has landed; the add runs as a host task so the
     // rank goes on issuing the next units' work meanwhile. The task owns staging.

@@ -16,9 +16,9 @@ class GpuAdd final : public OffloadPolicy {
     const Buffer& src = cast ? cast : out;
     Buffer staging = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
     be.copy(staging, u.saved, Stream::copy);  // H2D
-    be.wait(Stream::compute, be.record(Stream::copy));
+    be.wait(Stream::comm, be.record(Stream::copy));
     binding.add(be, staging, src, MemSpace::device, u, site);
-    be.wait(Stream::copy, be.record(Stream::compute));
+    be.wait(Stream::copy, be.record(Stream::comm));
     be.copy(u.saved, staging, Stream::copy);  // D2H
     return false;
   }

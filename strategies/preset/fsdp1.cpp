@@ -10,6 +10,9 @@ SHARDACCUM_REGISTER_PRESET(
      .description = "checked add, shape tracking, D2H over the saved shard",
      .follows = "PyTorch FSDP1 FullyShardedDataParallel with CPUOffload(offload_params=True)",
      .spec = {"data-free", "copy", "shape", "end"},
-     .order = 20})
+     .order = 20,
+     // FSDP1 _post_backward_hook issues the reduce-scatter on its post-backward stream without a
+     // per-unit wait; _post_backward_final_callback makes the compute stream wait at the end.
+     .lookahead = Lookahead::unbounded})
 
 }  // namespace shardaccum

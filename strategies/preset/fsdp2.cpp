@@ -9,6 +9,9 @@ SHARDACCUM_REGISTER_PRESET(
             .description = "checked add, flag tracking, add on the CPU",
             .follows = "PyTorch FSDP2 fully_shard with CPUOffloadPolicy (foreach_reduce)",
             .spec = {"data-free", "cpu-add", "flag", "end"},
-            .order = 30})
+            .order = 30,
+            // FSDP2 FSDPParamGroup.post_backward: the next reduce-scatter waits on the previous
+            // reduce_scatter_state event, so one group is in flight while the backward goes on.
+            .lookahead = Lookahead::one})
 
 }  // namespace shardaccum

@@ -13,8 +13,11 @@ struct PresetInfo {
   std::string name;         // e.g. "fsdp2"
   std::string description;  // one line
   std::string follows;      // the system and its configuration, e.g. "PyTorch FSDP2 fully_shard"
-  StrategySpec spec;
-  int order = 0;  // report order (ties: by name)
+  StrategySpec spec;  // its lookahead left nullopt: `lookahead` below is the strategy's default
+  int order = 0;      // report order (ties: by name)
+  /// How far the system's backward runs ahead of its reduce-scatters (docs/DESIGN.md §2), with the
+  /// source in `follows` or the preset's comment.
+  Lookahead lookahead = Lookahead::one;
 };
 
 class PresetRegistry {

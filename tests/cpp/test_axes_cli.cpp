@@ -139,3 +139,35 @@ TEST(FlagSuggestion, AMistypedFlagNamesTheNearestKnownOne) {
 
 }  // namespace
 }  // namespace shardaccum
+
+namespace shardaccum {
+namespace {
+
+// --lookahead (docs/DESIGN.md §2): each strategy once per value; the name carries
+// /lookahead:V only away from the strategy's default (a preset's own, else 1), so today's stay.
+TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndOnlyNonDefaultsAreNamed) {
+  const MatrixAxes a = axes({"--binding", "data-free", "--offload", "none", "--mode", "flag",
+                             "--lookahead", "0,1,unbounded"});
+  ASSERT_EQ(a.strategies.size(), 3u);
+  EXPECT_EQ(a.strategies[0].name(), "binding:data-free/offload:none/mode:flag/lookahead:0");
+  EXPECT_EQ(a.strategies[1].name(), "binding:data-free/offload:none/mode:flag");
+  EXPECT_EQ(a.strategies[2].name(), "binding:data-free/offload:none/mode:flag/lookahead:unbounded");
+  // zero3's axes default to its registered unbounded, with the preset or without it.
+  const MatrixAxes z = axes({"--preset", "zero3,fsdp2", "--lookahead", "1"});
+  ASSERT_EQ(z.strategies.size(), 2u);
+  EXPECT_EQ(z.strategies[0].name(), "binding:data-free/offload:gpu-add/mode:flag/lookahead:1");
+  EXPECT_EQ(z.strategies[1].name(), "binding:data-free/offload:cpu-add/mode:flag");
+  const MatrixAxes d = axes({"--binding", "data-free", "--offload", "gpu-add", "--mode", "flag"});
+  EXPECT_EQ(d.strategies.at(0).effective_lookahead(), Lookahead::unbounded);
+  EXPECT_EQ(d.strategies.at(0).name(), "binding:data-free/offload:gpu-add/mode:flag");
+  EXPECT_EQ(axes({"--lookahead", "all"}).strategies.size(), 3 * axes({}).strategies.size());
+}
+
+TEST(LookaheadAxis, AnUnknownValueNamesTheFlagAndTheValues) {
+  const std::string m = cli_error({"--lookahead", "2"});
+  EXPECT_NE(m.find("--lookahead: unknown value '2'"), std::string::npos) << m;
+  EXPECT_NE(m.find("unbounded"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace shardaccum

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 
 #include "bench/memory_fit.hpp"
 #include "bench_cli_support.hpp"
@@ -19,7 +20,9 @@ CaseSpec u4_case(const char* offload, int world, const char* schedule = "SSSS") 
       testing::make_layout({250000000, 250000000, 250000000, 250000000}));
   c.world_size = world;
   c.schedule = parse_schedule(schedule, 4);
-  c.strategy = StrategySpec{"data", offload, "flag"};
+  // Lookahead 0: each unsharded gradient is freed right after its own reduce-scatter (the figures
+  // below); the other lookaheads: TheDeviceNeedFollowsTheLookahead.
+  c.strategy = StrategySpec{"data", offload, "flag", "end", Lookahead::zero};
   c.dtypes = parse_dtype_triple("fp32-fp32-fp32");
   return c;
 }
@@ -40,6 +43,22 @@ MemoryBudget small_gpu_machine() {
   b.ranks_per_process = 1;
   b.host_task_depth = 2;
   return b;
+}
+
+// cpu-add at N=1 (shard 1 GB, saved on the host): lookahead 0 holds one gradient and out (2 GB);
+// 1 one more gradient in flight (3 GB); unbounded the micro-batch's four gradients and out (5 GB).
+TEST(MemoryFit, TheDeviceNeedFollowsTheLookahead) {
+  CaseSpec c = u4_case("cpu-add", 1);
+  EXPECT_EQ(fit(c, small_gpu_machine()), std::nullopt);
+  for (const auto& [ahead, need] :
+       {std::pair{Lookahead::one, "3.00 GB"}, std::pair{Lookahead::unbounded, "5.00 GB"}}) {
+    c.strategy.lookahead = ahead;
+    const auto why = fit(c, small_gpu_machine());
+    ASSERT_TRUE(why.has_value()) << lookahead_name(ahead);
+    EXPECT_NE(why->find(std::string("each rank needs ") + need + " of device memory"),
+              std::string::npos)
+        << *why;
+  }
 }
 
 TEST(MemoryFit, CaseWithinBothBudgetsRuns) {

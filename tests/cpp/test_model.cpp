@@ -39,13 +39,22 @@ TEST(Model, SmallCaseByHand) {
   EXPECT_EQ(p.nccl_input_bytes, 4u * 2 * 1008 * 4);
   // Pinned: saved for both units (2 * 1344) + one device-side staging, no pinned staging.
   EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344);
-  // Device, first S of unit 1: grad 4032 + out 1344 = 5376 (the largest moment).
-  EXPECT_EQ(p.peak_device_bytes, 5376u);
+  // Device at zero3's lookahead (unbounded): unit 1's gradient 4032 is still held at unit 0's
+  // later S: + grad 4032 + out 1344 + the device staging 1344 = 10752.
+  EXPECT_EQ(p.peak_device_bytes, 10752u);
+  // Lookahead 0, first S of unit 1: grad 4032 + out 1344 = 5376 (the largest moment).
+  StrategySpec exposed = preset("zero3");
+  exposed.lookahead = Lookahead::zero;
+  EXPECT_EQ(predict(plan_for(l, "SSSS", exposed, fp32), 3).peak_device_bytes, 5376u);
 
-  // no-sync without offload: after the n's both unsharded gradients are alive (2 * 4032),
-  // then unit 1's out (1344) joins them: 9408.
-  p = predict(plan_for(l, "nnnS", {"data", "none", "flag"}, fp32), 3);
+  // no-sync without offload, lookahead 0: after the n's both unsharded gradients are alive
+  // (2 * 4032), then unit 1's out (1344) joins them: 9408.
+  p = predict(plan_for(l, "nnnS", {"data", "none", "flag", "end", Lookahead::zero}, fp32), 3);
   EXPECT_EQ(p.peak_device_bytes, 9408u);
+  // Lookahead 1 (the default): unit 1's gradient is held until unit 0's reduce-scatter, beside
+  // unit 1's saved shard (its out) and unit 0's out: 2 * 4032 + 2 * 1344 = 10752.
+  EXPECT_EQ(predict(plan_for(l, "nnnS", {"data", "none", "flag"}, fp32), 3).peak_device_bytes,
+            10752u);
   EXPECT_EQ(p.peak_pinned_bytes, 0u);
   EXPECT_EQ(p.h2d_bytes + p.d2h_bytes, 0u);
 
