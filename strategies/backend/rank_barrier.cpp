@@ -31,7 +31,9 @@ void RankBarrier::complete_generation() {
 void RankBarrier::leave() {
   std::lock_guard<std::mutex> l(m_);
   --members_;
-  if (members_ > 0 && arrived_ == members_) complete_generation();  // it was the one awaited
+  // After a failure no generation completes: a waiter released by a departure would go on into a
+  // collective whose other inputs are gone.
+  if (!failed_ && members_ > 0 && arrived_ == members_) complete_generation();
 }
 
 void RankBarrier::arrive_and_wait(double timeout_s, const std::string& what) {
@@ -48,8 +50,8 @@ void RankBarrier::arrive_and_wait(double timeout_s, const std::string& what) {
   else
     cv_.wait(l, passed);
   if (generation_ != gen) return;
+  --arrived_;  // gone: a later generation (or a departure's count) must not count this arrival
   if (failed_) throw PeerFailure(what + ": another rank failed");
-  --arrived_;  // gone: a later generation must not count this arrival
   throw BarrierTimeout(what + ": timed out after " + std::to_string(timeout_s) +
                        " s waiting for the other ranks");
 }
