@@ -91,6 +91,14 @@ void add_backend_context(const RunSetup& s, BackendPool& pool) {
     gethostname(host, sizeof host - 1);
     benchmark::AddCustomContext("machine", std::string(host) + " (no GPU; host backend)");
     benchmark::AddCustomContext("bytes_source", "backend accounting");
+    // What explains a copy or host-add figure (THP, NUMA) and how collective time was taken.
+    int w = 1;  // the world the cases will use: the pool keeps it
+    for (const auto& c : s.cases) w = std::max(w, c.world_size);
+    const nlohmann::json ctx = pool.get(w).context();
+    for (const char* k : {"machine_facts", "nccl_time_method"})
+      if (ctx.contains(k))
+        benchmark::AddCustomContext(k,
+                                    ctx[k].is_string() ? ctx[k].get<std::string>() : ctx[k].dump());
     std::fprintf(
         stderr,
         "shardaccum_bench: backend: host (%s). Every time below is HOST WALL-CLOCK time of the "

@@ -101,7 +101,7 @@ void CudaWorld::build_static_context() {
       {"omp_max_threads", omp_get_max_threads()},
       {"hardware_threads", std::thread::hardware_concurrency()},
       {"timeout_s", opts_.timeout_s},
-      {"machine", machine},
+      {"machine_facts", machine},
       {"nccl_time_method", method}};
 }
 

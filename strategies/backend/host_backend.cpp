@@ -353,7 +353,7 @@ class HostBackend final : public Backend {
             {"world_size", opts_.world_size},
             {"add_threads", opts_.add_threads},
             {"hardware_threads", std::thread::hardware_concurrency()},
-            {"machine", machine::machine_context({})},
+            {"machine_facts", machine::machine_context({})},
             {"nccl_time_method",
              "host backend: no NCCL; nccl_ms is the host wall time of its reduce_scatter calls "
              "(rendezvous included), nccl_wait_ms 0"}};
