@@ -129,7 +129,9 @@ void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Predi
   // A ratio of per-step means, not a sum: written as it is.
   c["nccl_busbw_gbps"] = nccl_busbw(t, world_size);
   // The share of the reduce-scatter time that compute hid (0 without reduce-scatters).
-  c["overlap_fraction"] = t.sum.nccl_ms > 0 ? 1 - t.sum.exposed_comm_ms / t.sum.nccl_ms : 0.0;
+  // Clamped to [0, 1]: exposed and nccl are sums of the same intervals, equal up to rounding.
+  c["overlap_fraction"] =
+      t.sum.nccl_ms > 0 ? std::clamp(1 - t.sum.exposed_comm_ms / t.sum.nccl_ms, 0.0, 1.0) : 0.0;
   // Per rank where ranks differ: the step time always, a peak when it is not the same everywhere
   // (the counters above are the max over ranks, as the design reports them). Every rank folds
   // every step (CaseTotals::add), so the iterations are its step count too.

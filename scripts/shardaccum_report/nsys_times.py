@@ -9,11 +9,12 @@ the suite's counters are; docs/DESIGN.md §7), each the union (GPU or host proje
   backward  kernels launched inside `backward` ranges (generator, GEMMs)        vs backward_ms
   h2d, d2h  memcpys of that kind launched in the step                            vs h2d_ms, d2h_ms
   cpu_add   the host's `cpu_add` ranges in the step                              vs cpu_add_ms
-  step      the `step N CASE` range joined with the GPU work launched in it and its cpu_add
-            ranges: first start to last end                                      vs step_ms
+  step      the `step N CASE` range joined with the GPU work launched in it and its host tasks
+            (cpu_add and finalize ranges on the workers): first start to last end vs step_ms
 "Launched in" a range: the CUDA API call (runtime or driver) that made the work started inside it
 on the range's thread. The host tasks' worker threads (threads without step ranges) count for the
-step of their process whose range started last before them, until that thread's next step range.
+step of their process whose range started last before them, until the process's next step range
+after that step's end (whatever thread runs it: a later case may run on new rank threads).
 At world > 1 in one process the workers of all ranks count for each rank (their ops run together).
 NVTX ranges are those of domain `shardaccum` (all ranges when the database names no such domain).
 The suite's gate and stamp kernels (names containing GATE_KERNELS) count in no figure.
@@ -143,9 +144,11 @@ def step_figures(ranges: list[Range], work: list[Work]) -> dict[str, dict[int, d
     found: dict[str, dict[int, dict[str, list[float]]]] = {}
     for i, s in enumerate(steps):
         case = _STEP.match(s.name).group(2)
-        later = [r.start for r in steps[i + 1:] if r.tid == s.tid]
-        until = later[0] if later else float("inf")
         pid = s.tid - s.tid % TID_BITS
+        # Until the process's next step begins (any rank thread: a case may run on new threads,
+        # and a later case's host tasks must not count here), not only this thread's next step.
+        later = [r.start for r in steps[i + 1:] if r.tid - r.tid % TID_BITS == pid and r.start >= s.end]
+        until = later[0] if later else float("inf")
 
         def worker(tid: int | None, t: int | None) -> bool:
             return (tid is not None and tid not in step_tids and tid - tid % TID_BITS == pid
@@ -155,11 +158,14 @@ def step_figures(ranges: list[Range], work: list[Work]) -> dict[str, dict[int, d
         launched = [w for w in work if (w.call_tid == s.tid and s.start <= (w.call_start or -1) < s.end)
                     or worker(w.call_tid, w.call_start)]
         cpu = [r for r in ranges if r.name == "cpu_add" and (r in own or worker(r.tid, r.start))]
+        # The step's other host tasks (the host division of an offloaded shard: finalize ranges on
+        # the workers) end the step as the suite's step_ms does.
+        tasks = cpu + [r for r in ranges if r.name == "finalize" and worker(r.tid, r.start)]
 
         def within(name: str) -> list[Work]:
             rs = [r for r in own if r.name == name]
             return [w for w in launched if w.call_tid == s.tid and _inside(w.call_start, rs)]
-        spans = [(s.start, s.end)] + [(w.start, w.end) for w in launched] + [(r.start, r.end) for r in cpu]
+        spans = [(s.start, s.end)] + [(w.start, w.end) for w in launched] + [(r.start, r.end) for r in tasks]
         fig = {
             "nccl": _union_ms([(w.start, w.end) for w in within("reduce_scatter")]),
             "backward": _union_ms([(w.start, w.end) for w in within("backward") if w.kind == "kernel"]),

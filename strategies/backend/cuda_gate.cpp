@@ -2,8 +2,12 @@
 // the host has returned from ncclReduceScatter, so the collective's start event is when the GPU
 // reaches it, not the host's launch; %globaltimer stamps give each collective's start and end on
 // a clock the process's ranks compare (nccl_wait_ms, nccl_link_ms).
+#include <cuda.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/errors.hpp"
 #include "strategies/backend/cuda_rank.hpp"
@@ -16,13 +20,41 @@ constexpr size_t kStampsPerBlock = 1024;  // reduce-scatters per mapped block (2
 constexpr size_t kStampWords = 3;         // start ns, end ns, timed out
 }  // namespace
 
-CudaRank::GateStamps CudaRank::next_gate_stamps() {
-  if (!gate_flag_.get()) {
-    gate_flag_ = PinnedMemory(sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
-    *static_cast<volatile uint64_t*>(gate_flag_.get()) = gate_seq_;
-    SA_CUDA_CHECK(
-        cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_), gate_flag_.get(), 0));
+void CudaRank::ensure_gate_flag() {
+  if (gate_flag_.get()) return;
+  gate_flag_ = PinnedMemory(sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
+  *static_cast<volatile uint64_t*>(gate_flag_.get()) = gate_seq_;
+  SA_CUDA_CHECK(
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_), gate_flag_.get(), 0));
+}
+
+void CudaRank::hold_stream(int s) {
+  if (hold_ops_ < 0) {
+    const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
+    int can = 0;
+    CUdevice dev = 0;
+    if (cuDeviceGet(&dev, device_) == CUDA_SUCCESS &&
+        cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) !=
+            CUDA_SUCCESS)
+      can = 0;
+    hold_ops_ = (can != 0 && !(env && std::strcmp(env, "0") == 0)) ? 1 : 0;
   }
+  if (hold_ops_ == 0) return;
+  ensure_gate_flag();
+  const uint64_t seq = ++gate_seq_;
+  const CUresult r =
+      cuStreamWaitValue64(streams_[s].get(), reinterpret_cast<CUdeviceptr>(gate_flag_dev_), seq,
+                          CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    throw CudaError(who("hold_stream") + ": cuStreamWaitValue64 failed: " +
+                    (name ? name : "unknown error") + " (SHARDACCUM_HOLD_OPS=0 turns holds off)");
+  }
+}
+
+CudaRank::GateStamps CudaRank::next_gate_stamps() {
+  ensure_gate_flag();
   const size_t i = step_gates_.size();
   if (i / kStampsPerBlock >= stamp_blocks_.size())
     stamp_blocks_.emplace_back(kStampsPerBlock * kStampWords * sizeof(uint64_t),

@@ -24,6 +24,7 @@ void CudaRank::wait_hazards(int s, std::initializer_list<Use> uses) {
 cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
   cudaStream_t st = streams_[s].get();
   wait_hazards(s, uses);
+  hold_stream(s);  // released by end_gpu_op: the start below is the GPU's, not the host's delay
   cudaEvent_t start = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(start, st));
   return start;
@@ -33,6 +34,7 @@ void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_li
                           bool is_copy) {
   cudaEvent_t end = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
+  release_gates(gate_seq_);  // op and end event issued: the held stream may run them
   if (in_step_) ops_.push_back({p, start, end, s, is_copy});
   for (const Use& u : uses) {
     Alloc& a = allocs_.at(u.b->data());

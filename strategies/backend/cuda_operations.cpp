@@ -94,8 +94,11 @@ void CudaRank::scale(Buffer& dst, double factor, Stream s) {
     end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
     return;
   }
-  host_op(l, Phase::finalize, {{&dst, true}}, "scale",
-          [&] { host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads()); });
+  host_op(l, Phase::finalize, {{&dst, true}}, "scale", [&] {
+    // NVTX only, as the CPU add's: nsys joins the step's host tasks into its step.
+    nvtx::PhaseRange range(Phase::finalize, dst.bytes(), rank_, false);
+    host_scale(dst.data(), dst.dtype(), dst.numel(), f, world_.host_threads());
+  });
 }
 
 void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) {
@@ -143,9 +146,10 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
     settle(comm_.get(), policy(), who("ncclReduceScatter"));
   else if (r != ncclSuccess)
     throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
-  release_gates(seq);  // the host has returned: the collective may start
+  // The end stamp and event are queued before end_gpu_op releases the gate, so that neither
+  // waits for the host (the one-thread stamp adds microseconds inside the bracket).
+  launch_stamp(g.dev + 1, cs);  // the end, on the stamps' clock
   end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
-  launch_stamp(g.dev + 1, cs);  // the end, on the same clock
   m_.nccl_input_bytes += in.bytes();
   ++m_.reduce_scatter_calls;
 }

@@ -170,6 +170,14 @@ class CudaRank final : public RankBackend {
   /// The next free stamp slot of the step (a new mapped block when the step has used them all);
   /// allocates the gate flag on first use. Call before launching the gate.
   GateStamps next_gate_stamps();
+  /// Allocates the mapped gate flag on first use.
+  void ensure_gate_flag();
+  /// Holds stream `s` (cuStreamWaitValue64 on the gate flag: the GPU's front end waits, no SM)
+  /// until the next release_gates, so that an op's start event is when the stream reaches it
+  /// after the host has issued it, not the host's issue delay; end_gpu_op releases it after the
+  /// op's end event is recorded. Off (returns at once) where the device has no 64-bit stream
+  /// memory operations or SHARDACCUM_HOLD_OPS=0. Throws CudaError when the wait cannot be queued.
+  void hold_stream(int s);
   /// Writes `seq` into the gate flag unless it holds more: every gate up to `seq` runs on.
   void release_gates(uint64_t seq) noexcept;
   /// After the step's end event completed (`ok`; else figures are not read): publishes this
@@ -233,6 +241,7 @@ class CudaRank final : public RankBackend {
   std::vector<GateStamps> step_gates_;  // this step's reduce-scatters, in issue order
   std::vector<uint64_t> published_starts_;
   bool gate_timeout_warned_ = false;
+  int hold_ops_ = -1;  // hold_stream: -1 not yet asked, 0 off, 1 on
   DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
 
   std::mutex task_mu_;  // the host-task queue

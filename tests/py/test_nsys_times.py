@@ -66,3 +66,19 @@ def test_no_step_of_the_case_exits_1(tmp_path):
     out = tmp_path / "t.json"
     assert nsys_times.main([str(tmp_path / "p.sqlite"), str(bench_json(tmp_path / "b.json")), str(out)]) == 1
     assert json.loads(out.read_text()) == []
+
+
+def test_a_later_case_on_new_threads_does_not_lend_its_host_tasks(tmp_path):
+    """Each case may run on new rank threads: the CPU adds of a later case (another thread, after
+    this step's end and the later step's start) are not this case's, and a finalize host task
+    (the host division) before the next step ends this step as the suite's step_ms does."""
+    from nsys_fixture import PID, WORKER
+    db = one_step(tmp_path / "p.sqlite")
+    db.range("finalize", 11.5, 12.0, tid=WORKER)  # the host scale of the offloaded shard
+    later_rank, later_worker = PID + 7, PID + 8
+    db.range("step 1 accum/model:x/later", 30.0, 31.0, tid=later_rank)
+    db.range("cpu_add", 32.0, 40.0, tid=later_worker)
+    rows = nsys_times.compare(db.close(), bench_json(tmp_path / "p.bench.json", step=11.0))
+    got = {r["figure"]: r["nsys_ms"] for r in rows if r["case"] == CASE}
+    assert got["cpu_add"] == pytest.approx(EXPECTED["cpu_add"])
+    assert got["step"] == pytest.approx(11.0)  # 1.0 ms to the finalize's 12.0 ms
