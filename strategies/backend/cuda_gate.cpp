@@ -37,7 +37,9 @@ void CudaRank::hold_stream(int s) {
         cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) !=
             CUDA_SUCCESS)
       can = 0;
-    hold_ops_ = (can != 0 && !(env && std::strcmp(env, "0") == 0)) ? 1 : 0;
+    // Opt-in until verified on a GPU: a held stream cannot time out, and CUDA's lazy loading may
+    // synchronize the context inside a launch (docs/DESIGN.md §6).
+    hold_ops_ = (can != 0 && env && std::strcmp(env, "1") == 0) ? 1 : 0;
   }
   if (hold_ops_ == 0) return;
   ensure_gate_flag();
@@ -49,7 +51,7 @@ void CudaRank::hold_stream(int s) {
     const char* name = nullptr;
     cuGetErrorName(r, &name);
     throw CudaError(who("hold_stream") + ": cuStreamWaitValue64 failed: " +
-                    (name ? name : "unknown error") + " (SHARDACCUM_HOLD_OPS=0 turns holds off)");
+                    (name ? name : "unknown error") + " (unset SHARDACCUM_HOLD_OPS to run without holds)");
   }
 }
 

@@ -175,8 +175,9 @@ class CudaRank final : public RankBackend {
   /// Holds stream `s` (cuStreamWaitValue64 on the gate flag: the GPU's front end waits, no SM)
   /// until the next release_gates, so that an op's start event is when the stream reaches it
   /// after the host has issued it, not the host's issue delay; end_gpu_op releases it after the
-  /// op's end event is recorded. Off (returns at once) where the device has no 64-bit stream
-  /// memory operations or SHARDACCUM_HOLD_OPS=0. Throws CudaError when the wait cannot be queued.
+  /// op's end event is recorded. Only with SHARDACCUM_HOLD_OPS=1 (not yet run on a GPU) and 64-bit
+  /// stream memory operations; else returns at once. Throws CudaError when the wait cannot be
+  /// queued.
   void hold_stream(int s);
   /// Writes `seq` into the gate flag unless it holds more: every gate up to `seq` runs on.
   void release_gates(uint64_t seq) noexcept;
