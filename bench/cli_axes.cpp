@@ -187,7 +187,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   }
   if (!o.lookaheads.empty()) {  // each strategy once per lookahead given
     std::vector<std::string> all;
-    for (Lookahead l : kLookaheads) all.push_back(lookahead_name(l));
+    for (Lookahead l : kLookaheads) all.emplace_back(lookahead_name(l));
     std::vector<StrategySpec> each;
     for (const auto& st : a.strategies)
       for (const auto& l : expand(o.lookaheads, all, {}, "--lookahead")) {

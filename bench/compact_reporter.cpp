@@ -38,10 +38,11 @@ std::string number(double v, const char* fmt) {
 }
 
 /// "data-free/cpu-add/flag (fsdp2)": the strategy's axis values, the division unless its default,
-/// and the preset these values are, if any.
+/// the lookahead when it was chosen (--lookahead), and the preset these values are, if any.
 std::string strategy_label(const StrategySpec& s) {
   std::string out = s.binding + "/" + s.offload + "/" + s.mode +
                     (s.division == kDefaultDivision ? "" : "/" + s.division);
+  if (s.lookahead) out += std::string(" lookahead ") + lookahead_name(*s.lookahead);
   for (const PresetInfo& p : PresetRegistry::get().entries())
     if (p.spec == s) return out + " (" + p.name + ")";
   return out;

@@ -27,8 +27,9 @@ Lookahead parse_lookahead(std::string_view s) {
 std::string StrategySpec::name() const {
   std::string n = "binding:" + binding + "/offload:" + offload + "/mode:" + mode;
   if (division != kDefaultDivision) n += "/division:" + division;
-  const Lookahead l = effective_lookahead();
-  if (l != default_lookahead()) n += std::string("/lookahead:") + lookahead_name(l);
+  // Named whenever it was chosen (--lookahead), default or not: one run's cases at one lookahead
+  // share the segment, so filters and the report's groups see the lookahead each really ran at.
+  if (lookahead) n += std::string("/lookahead:") + lookahead_name(*lookahead);
   return n;
 }
 

@@ -42,8 +42,9 @@ struct StrategySpec {
   /// nullopt: the strategy's default (default_lookahead()).
   std::optional<Lookahead> lookahead;
   /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default
-  /// (kDefaultDivision), then "/lookahead:V" unless V is default_lookahead(): an axis added later
-  /// at its default leaves names, filters and compare baselines as they were.
+  /// (kDefaultDivision), then "/lookahead:V" when `lookahead` was chosen (--lookahead; left out
+  /// at the strategy's default): an axis added later leaves names, filters and compare baselines
+  /// as they were, and one run's cases at one chosen lookahead share the segment.
   std::string name() const;
   /// The registered lookahead of the preset with these four axis values (strategies/preset/), else
   /// Lookahead::one, so that one case name always means one behaviour.

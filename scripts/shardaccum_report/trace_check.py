@@ -138,6 +138,9 @@ def check(run_path: str | Path, trace_path: str | Path) -> list[StepCheck]:
     if not spans:
         raise InputError(where, f"no '{GPU_STEP}' events: a trace of a binary before GPU step tracks "
                                 "(issue 15), or of no case")
+    if kernels == 0 and other.get("backend") == "host":
+        raise InputError(where, "no CUPTI records: a host-backend trace has no GPU clock to check against; "
+                                "check_trace needs a cuda run with --cupti kernels (and --trace)")
     if kernels == 0:
         what = "no CUPTI records" if cupti == 0 else f"{cupti} CUPTI memcpy records but no kernel records"
         raise InputError(where, f"{what}: the independent clock is missing; rerun shardaccum_bench with "

@@ -50,8 +50,9 @@ void CudaRank::hold_stream(int s) {
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;
     cuGetErrorName(r, &name);
-    throw CudaError(who("hold_stream") + ": cuStreamWaitValue64 failed: " +
-                    (name ? name : "unknown error") + " (unset SHARDACCUM_HOLD_OPS to run without holds)");
+    throw CudaError(who("hold_stream") +
+                    ": cuStreamWaitValue64 failed: " + (name ? name : "unknown error") +
+                    " (unset SHARDACCUM_HOLD_OPS to run without holds)");
   }
 }
 

@@ -26,8 +26,9 @@ int leading_int(std::string_view s, int fallback) {
 }  // namespace
 
 std::string selected_choice(std::string_view line) {
-  const size_t open = line.find('['), close = line.find(']', open == line.npos ? 0 : open);
-  if (open != line.npos && close != line.npos)
+  const size_t open = line.find('['),
+               close = line.find(']', open == std::string_view::npos ? 0 : open);
+  if (open != std::string_view::npos && close != std::string_view::npos)
     return std::string(line.substr(open + 1, close - open - 1));
   return std::string(trim(line));
 }

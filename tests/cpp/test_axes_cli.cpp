@@ -145,18 +145,19 @@ namespace {
 
 // --lookahead (docs/DESIGN.md §2): each strategy once per value; the name carries
 // /lookahead:V only away from the strategy's default (a preset's own, else 1), so today's stay.
-TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndOnlyNonDefaultsAreNamed) {
+TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndAChosenOneIsAlwaysNamed) {
   const MatrixAxes a = axes({"--binding", "data-free", "--offload", "none", "--mode", "flag",
                              "--lookahead", "0,1,unbounded"});
   ASSERT_EQ(a.strategies.size(), 3u);
   EXPECT_EQ(a.strategies[0].name(), "binding:data-free/offload:none/mode:flag/lookahead:0");
-  EXPECT_EQ(a.strategies[1].name(), "binding:data-free/offload:none/mode:flag");
+  EXPECT_EQ(a.strategies[1].name(), "binding:data-free/offload:none/mode:flag/lookahead:1");
   EXPECT_EQ(a.strategies[2].name(), "binding:data-free/offload:none/mode:flag/lookahead:unbounded");
   // zero3's axes default to its registered unbounded, with the preset or without it.
   const MatrixAxes z = axes({"--preset", "zero3,fsdp2", "--lookahead", "1"});
   ASSERT_EQ(z.strategies.size(), 2u);
   EXPECT_EQ(z.strategies[0].name(), "binding:data-free/offload:gpu-add/mode:flag/lookahead:1");
-  EXPECT_EQ(z.strategies[1].name(), "binding:data-free/offload:cpu-add/mode:flag");
+  // fsdp2's own default, chosen: named too, so both cases at lookahead 1 carry the segment.
+  EXPECT_EQ(z.strategies[1].name(), "binding:data-free/offload:cpu-add/mode:flag/lookahead:1");
   const MatrixAxes d = axes({"--binding", "data-free", "--offload", "gpu-add", "--mode", "flag"});
   EXPECT_EQ(d.strategies.at(0).effective_lookahead(), Lookahead::unbounded);
   EXPECT_EQ(d.strategies.at(0).name(), "binding:data-free/offload:gpu-add/mode:flag");

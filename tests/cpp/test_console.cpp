@@ -78,6 +78,20 @@ TEST(CompactLine, NamesStrategyCaseStepVerdictBytesAndPeak) {
   EXPECT_EQ(line.find("rep "), std::string::npos) << "one repetition: no rep part: " << line;
 }
 
+// A chosen lookahead is in the line: cases that differ only by it printed the same strategy.
+TEST(CompactLine, AChosenLookaheadIsNamed) {
+  CaseSpec c = fsdp2_case();
+  c.strategy.lookahead = Lookahead::zero;
+  const CompactReporter rep({c}, "host wall-clock");
+  const std::string line = rep.line(repetition(c, 1, 0));
+  EXPECT_NE(line.find("data-free/cpu-add/flag lookahead 0  uniform:4x1M"), std::string::npos)
+      << line;
+  c.strategy.lookahead = Lookahead::one;  // fsdp2's own, chosen: named, and still the preset
+  const CompactReporter rep1({c}, "host wall-clock");
+  EXPECT_NE(rep1.line(repetition(c, 1, 0)).find("data-free/cpu-add/flag lookahead 1 (fsdp2)"),
+            std::string::npos);
+}
+
 TEST(CompactLine, AWrongOrFailedCaseSaysSo) {
   const CaseSpec c = fsdp2_case();
   const CompactReporter rep({c}, "GPU events");

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from conftest import run_script
 from trace_fixtures import case_names, run_doc, step_events, trace_doc, write
 
@@ -90,3 +93,14 @@ def test_a_run_case_without_a_traced_step_is_named_not_failed(tmp_path):
     proc = run_script("check_trace.py", run, trace)
     assert proc.returncode == 0, proc.stderr
     assert f"1 case(s) of RUN.json have no traced step (not checked): {b}" in proc.stdout
+
+
+def test_a_host_backend_trace_says_check_trace_needs_a_cuda_run(tmp_path):
+    """The host backend has no CUPTI: 'rerun with --cupti kernels' would not help there."""
+    _, (run, trace) = _two_cases(tmp_path, cupti=False)
+    doc = json.loads(Path(trace).read_text())
+    doc["otherData"]["backend"] = "host"
+    Path(trace).write_text(json.dumps(doc))
+    proc = run_script("check_trace.py", run, trace)
+    assert proc.returncode == 2
+    assert "host-backend trace" in proc.stderr and "cuda run" in proc.stderr
