@@ -35,6 +35,9 @@ class Strategy:
     mode: str
     division: str = "end"
     registry: Registry = field(default_factory=_registry, compare=False, repr=False)
+    # The lookahead the name chose (/lookahead:V), else None (the strategy's default). Not part of the
+    # identity (the case key's extra carries it); it decides whether the values are their preset.
+    lookahead: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -184,5 +187,6 @@ def parse_case_name(name: str, registry: Registry | None = None) -> CaseKey | No
     schedule = axes["schedule"]
     if not re.fullmatch(r"[nS]*S", schedule):
         raise ValueError(f"schedule {schedule!r} in {name!r} is not n/S letters ending in S")
-    strategy = Strategy(*(axes[a] for a in STRATEGY_AXES), registry=registry)
+    strategy = Strategy(*(axes[a] for a in STRATEGY_AXES), registry=registry,
+                        lookahead=dict(extra).get("lookahead"))
     return CaseKey(axes["model"], world, schedule, strategy, axes["dtype"], tuple(extra), registry)

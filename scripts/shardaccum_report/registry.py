@@ -91,6 +91,7 @@ class Preset:
     description: str
     follows: str
     axes: tuple[tuple[str, str], ...]
+    lookahead: str | None = None  # its registered lookahead (0, 1, unbounded); None in older registries
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,10 @@ class Registry:
                 if axis not in by_axis or value not in by_axis[axis].names:
                     raise ValueError(f"registry: {where}.axes.{axis} = {json.dumps(value)} is not a registered value")
             full = tuple((a, values.get(a, by_axis[a].default)) for a in STRATEGY_AXES)
+            lookahead = p.get("lookahead")
             presets.append(Preset(_get(p, "name", str, where), _get(p, "description", str, where),
-                                  _get(p, "follows", str, where), full))
+                                  _get(p, "follows", str, where), full,
+                                  lookahead if isinstance(lookahead, str) else None))
         schedules = tuple(_schedule(s, i) for i, s in enumerate(_get(obj, "canonical_schedules", list, "registry")))
         dtypes = _strings(obj, "dtypes", "registry")
         default_dtype = _get(obj, "default_dtype", str, "registry")
@@ -283,9 +286,12 @@ class Registry:
         return schedule if family == "other" else f"{schedule} ({family})"
 
     def preset_of(self, strategy: Strategy) -> str | None:
-        """The preset whose axes equal the strategy's, or None."""
+        """The preset whose axes equal the strategy's, or None; a strategy run at a chosen lookahead
+        other than the preset's own is not that preset (ZeRO-3 at lookahead 0 is not what it does)."""
         values = tuple((a, getattr(strategy, a)) for a in STRATEGY_AXES)
-        return next((p.name for p in self.presets if p.axes == values), None)
+        chosen = getattr(strategy, "lookahead", None)
+        return next((p.name for p in self.presets if p.axes == values
+                     and (chosen is None or p.lookahead is None or p.lookahead == chosen)), None)
 
     def strategy_sort_key(self, strategy: Strategy) -> tuple:
         """Report order: offload, binding, mode, division, each by the order of its values."""

@@ -239,6 +239,14 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     notes = analysis.missing_notes(cases, [STEP] + [p.counter for p in PHASES])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
     out.append(_details("Table: step time and phases (ms)", tables.phase_table(cases)))
+    overlap = tables.overlap_table(cases)
+    if overlap is not None:
+        out.append("Overlap: the backward as the GPU ran it (`compute_ms`) and the reduce-scatter (`nccl_ms`) "
+                   "against the step; `exposed_comm_ms` is reduce-scatter time during which no backward ran, so "
+                   "a step below backward + RS is the overlap at work (`--lookahead`, docs/DESIGN.md §2)"
+                   + (" — on the host backend ops run one after another, so nothing is hidden" if run.backend == "host" else "")
+                   + ".\n")
+        out.append(_details("Table: overlap of backward and reduce-scatter (ms)", overlap))
 
     out.append("### Accumulation cost\n")
     out.append(views.accum_cost_part(cases, folder, slug, group.title, time_label))

@@ -96,6 +96,27 @@ def phase_table(cases: list[Case]) -> str:
     return md_table(headers, rows, right=set(range(2, len(headers) - 2)))
 
 
+OVERLAP_COUNTERS = ("compute_ms", "nccl_ms", "exposed_comm_ms", "overlap_fraction")
+
+
+def overlap_table(cases: list[Case]) -> str | None:
+    """The step against its backward and reduce-scatter (ms, median over repetitions): compute_ms (the
+    backward as the GPU ran it), nccl_ms, their sum, exposed_comm_ms (reduce-scatter time no backward
+    hid) and overlap_fraction (1 − exposed / nccl; docs/DESIGN.md §6). None when no case has them."""
+    if not any(c.value("exposed_comm_ms") is not None for c in cases):
+        return None
+    headers = ["schedule", "strategy", "step (ms)", "backward (ms)", "reduce-scatter (ms)",
+               "backward + RS (ms)", "exposed RS (ms)", "RS hidden"]
+    rows = []
+    for c in cases:
+        bw, rs = c.value("compute_ms"), c.value("nccl_ms")
+        frac = c.value("overlap_fraction")
+        rows.append([c.key.schedule, escape(c.key.strategy.display), fmt_ms(c.value(STEP)), fmt_ms(bw),
+                     fmt_ms(rs), fmt_ms(bw + rs) if bw is not None and rs is not None else "–",
+                     fmt_ms(c.value("exposed_comm_ms")), f"{100 * frac:.1f}%" if frac is not None else "–"])
+    return md_table(headers, rows, right=set(range(2, len(headers))))
+
+
 def paired_table(cases: list[Case], pairs: tuple[Paired, ...]) -> str:
     """Measured beside predicted (bytes per step and rank) for each pair, with the deviation."""
     headers = ["schedule", "strategy"]

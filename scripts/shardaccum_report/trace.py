@@ -18,7 +18,9 @@ every event of that rank inside it.
 from __future__ import annotations
 
 import bisect
+import gzip
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +107,11 @@ class Trace:
 def _read(path: Path) -> object:
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        # gzip (the committed reference traces are trace.json.gz; Perfetto opens them too).
+        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise InputError(where, "is a damaged gzip file, expected a Perfetto/Chrome trace JSON (.json or .json.gz)") from None
     except FileNotFoundError:
         raise InputError(where, "no such file (the trace given with --trace)") from None
     except IsADirectoryError:

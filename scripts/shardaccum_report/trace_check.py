@@ -124,6 +124,9 @@ def check(run_path: str | Path, trace_path: str | Path) -> list[StepCheck]:
         ts, dur = _number(e, "ts", where, i), max(0.0, _number(e, "dur", where, i))
         key, pid = (case, step), e.get("pid")
         if cat == GPU_STEP:
+            if pid in spans.get(key, {}):
+                raise InputError(where, f"case {case!r} step {step} of rank {pid} is traced twice (benchmark "
+                                        "repetitions number their steps from 0 again): trace one repetition")
             spans.setdefault(key, {})[pid] = (ts, ts + dur)
             if isinstance(args.get("step_ms"), (int, float)):
                 suite_of_step.setdefault(key, {})[pid] = float(args["step_ms"])

@@ -28,32 +28,47 @@ void CudaRank::ensure_gate_flag() {
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_flag_dev_), gate_flag_.get(), 0));
 }
 
+namespace {
+// Driver entry points through the runtime (cudaGetDriverEntryPointByVersion): linking libcuda
+// directly would stop the binary from starting on a machine without the driver, where the host
+// backend must still run.
+using WaitValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+using DeviceAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+
+template <class Fn>
+Fn driver_entry(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(fn);
+}
+}  // namespace
+
 void CudaRank::hold_stream(int s) {
+  static const WaitValue64 wait_value = driver_entry<WaitValue64>("cuStreamWaitValue64");
   if (hold_ops_ < 0) {
-    const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
-    int can = 0;
-    CUdevice dev = 0;
-    if (cuDeviceGet(&dev, device_) == CUDA_SUCCESS &&
-        cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) !=
-            CUDA_SUCCESS)
-      can = 0;
     // Opt-in until verified on a GPU: a held stream cannot time out, and CUDA's lazy loading may
     // synchronize the context inside a launch (docs/DESIGN.md §6).
+    const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
+    const auto attribute = driver_entry<DeviceAttribute>("cuDeviceGetAttribute");
+    int can = 0;  // the runtime's device ordinal is the driver's CUdevice
+    if (!attribute || !wait_value ||
+        attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device_) != CUDA_SUCCESS)
+      can = 0;
     hold_ops_ = (can != 0 && env && std::strcmp(env, "1") == 0) ? 1 : 0;
   }
   if (hold_ops_ == 0) return;
   ensure_gate_flag();
   const uint64_t seq = ++gate_seq_;
-  const CUresult r =
-      cuStreamWaitValue64(streams_[s].get(), reinterpret_cast<CUdeviceptr>(gate_flag_dev_), seq,
-                          CU_STREAM_WAIT_VALUE_GEQ);
-  if (r != CUDA_SUCCESS) {
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    throw CudaError(who("hold_stream") +
-                    ": cuStreamWaitValue64 failed: " + (name ? name : "unknown error") +
+  const CUresult r = wait_value(streams_[s].get(), reinterpret_cast<CUdeviceptr>(gate_flag_dev_),
+                                seq, CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS)
+    throw CudaError(who("hold_stream") + ": cuStreamWaitValue64 failed with CUresult " +
+                    std::to_string(static_cast<int>(r)) +
                     " (unset SHARDACCUM_HOLD_OPS to run without holds)");
-  }
 }
 
 CudaRank::GateStamps CudaRank::next_gate_stamps() {

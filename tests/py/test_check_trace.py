@@ -104,3 +104,24 @@ def test_a_host_backend_trace_says_check_trace_needs_a_cuda_run(tmp_path):
     proc = run_script("check_trace.py", run, trace)
     assert proc.returncode == 2
     assert "host-backend trace" in proc.stderr and "cuda run" in proc.stderr
+
+
+def test_a_gzip_trace_is_read_as_the_committed_reference_traces_are(tmp_path):
+    import gzip
+    _, (run, trace) = _two_cases(tmp_path)
+    gz = Path(str(trace) + ".gz")
+    gz.write_bytes(gzip.compress(Path(trace).read_bytes()))
+    proc = run_script("check_trace.py", run, gz)
+    assert proc.returncode == 0, proc.stderr
+    gz.write_bytes(gzip.compress(Path(trace).read_bytes())[:40])  # cut short
+    proc = run_script("check_trace.py", run, gz)
+    assert proc.returncode == 2 and "damaged gzip" in proc.stderr
+
+
+def test_a_step_traced_twice_is_bad_input_not_a_wrong_span(tmp_path):
+    """Benchmark repetitions number their steps from 0 again: two spans under one (case, step)."""
+    a, b = case_names(2)
+    events = step_events(a, 1, 1000.0, 12.0) + step_events(a, 1, 5000.0, 12.0)
+    run, trace = write(tmp_path, trace_doc(events), run_doc({a: 12.0, b: 40.0}))
+    proc = run_script("check_trace.py", run, trace)
+    assert proc.returncode == 2 and "traced twice" in proc.stderr and "repetition" in proc.stderr

@@ -235,3 +235,13 @@ def test_runs_with_different_registries_are_joined_with_a_note(tmp_path, host_do
     assert any("carry different registries" in n for n in run.notes), run.notes
     same = load_runs([write_doc(a, tmp_path / "a2.json")])
     assert not any("carry different registries" in n for n in same.notes)
+
+
+def test_a_chosen_lookahead_other_than_the_presets_is_not_that_preset():
+    """zero3's axes at lookahead 0 are not what ZeRO-3 does: no '(zero3)' on them in the report."""
+    from shardaccum_report.case import parse_case_name
+    base = "accum/model:m/world:2/schedule:SSSS/binding:data-free/offload:gpu-add/mode:flag"
+    assert parse_case_name(base).strategy.preset == "zero3"
+    assert parse_case_name(base + "/lookahead:unbounded").strategy.preset == "zero3"
+    assert parse_case_name(base + "/lookahead:0").strategy.preset is None
+    assert parse_case_name(base + "/lookahead:0").strategy.display == "data-free/gpu-add/flag"
