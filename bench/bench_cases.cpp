@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "bench/bound_counters.hpp"
 #include "bench/gemm_counters.hpp"
 
 namespace shardaccum {
@@ -54,10 +55,13 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     }
     write_counters(st.counters, t, model, backend.ceilings(), verdict, spec.world_size);
     write_gemm_counters(st.counters, t, spec.plan());
+    const std::string bound_by =
+        write_bound_counters(st.counters, t, spec.plan(), backend.ceilings(), spec.world_size);
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
                 (verdict.correct() ? "correct"
                                    : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())) +
-                "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()));
+                "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()) +
+                "; bound by " + bound_by);
     ok = true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());

@@ -8,6 +8,7 @@ case simply has no value for them, and the report says so).
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,7 @@ class Repetition:
     real_time_ms: float | None = None
     cpu_time_ms: float | None = None
     error: str | None = None
+    label: str = ""  # Google Benchmark's label: "...; bound by <term>" names the case's bound
 
     def get(self, metric: str) -> float | None:
         """A counter, or real_time/cpu_time in ms; None when absent."""
@@ -135,6 +137,16 @@ class Case:
                 value = self.aggregates.get(name, {}).get(metric)
                 if value is not None and math.isfinite(value):
                     return value
+        return None
+
+    @property
+    def bound_by(self) -> str | None:
+        """The term that sets bound_ms (docs/DESIGN.md §6), from the label's 'bound by <term>'; None
+        when no repetition's label names one."""
+        for r in self.ok_repetitions:
+            m = re.search(r"(?:^|; )bound by ([^;]+)", r.label)
+            if m:
+                return m.group(1).strip()
         return None
 
     @property
@@ -372,7 +384,8 @@ def load_run_file(path: str | Path) -> RunFile:
         real_ms, cpu_ms = _entry_times_ms(entry, where, i)
         index = entry.get("repetition_index")
         index = index if isinstance(index, int) else len(case.repetitions)
-        case.repetitions.append(Repetition(index, _counters(entry, where, i), real_ms, cpu_ms, error))
+        case.repetitions.append(Repetition(index, _counters(entry, where, i), real_ms, cpu_ms, error,
+                                           str(entry.get("label") or "")))
 
     if not run_file.cases:
         raise InputError(where, f"none of the {len(entries)} benchmarks is an accumulation case "

@@ -24,6 +24,7 @@ from .overwrite import refuse_folder_over_inputs
 from .plots import (
     TimelinePanel,
     TimelineRow,
+    plot_bound_ratio,
     plot_ceilings,
     plot_correctness,
     plot_measured_predicted,
@@ -306,6 +307,12 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
 
     out.append("### Phases against measured ceilings\n")
     out.append(_ceiling_part(run, cases, folder, slug, group))
+    png = plot_bound_ratio(cases, folder / f"{slug}.bound.png", group.title)
+    if png:  # only a run with ceilings has bound_ms (docs/DESIGN.md §6)
+        out.append("### Step time against the bound\n")
+        out.append(_image("Each case's step_ms over its bound_ms", png))
+        out.append("Each bar: `bound_ratio` = `step_ms` / `bound_ms`, the least time the case's own bytes and "
+                   "FLOPs take at this run's ceilings; the term that sets the bound beside it.\n")
     return "\n".join(out)
 
 

@@ -1,0 +1,131 @@
+#include "strategies/bound.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+#include "common/gemm_shape.hpp"
+#include "strategies/model.hpp"
+
+namespace shardaccum {
+
+namespace {
+
+/// The device and host bytes of one sync's add or start, as the cuda backend counts them
+/// (accumulate_bytes / cpu_add_bytes: src + 2 * dst per add, src + dst per convert).
+struct SyncBytes {
+  uint64_t device = 0, host = 0;
+};
+
+SyncBytes sync_bytes(std::string_view offload, bool add, uint64_t shard, const DTypeTriple& t) {
+  const uint64_t br = shard * dtype_bytes(t.reduce), ba = shard * dtype_bytes(t.accum);
+  const uint64_t cast = t.reduce != t.accum ? br + ba : 0;      // out converted to the accum dtype
+  if (offload == "none") return {add ? br + 2 * ba : cast, 0};  // the add reads out as it is
+  if (offload == "copy" || !add) return {cast, 0};              // start_saved: the cast, then a D2H
+  if (offload == "gpu-add") return {cast + 3 * ba, 0};
+  if (offload == "cpu-add") return {cast, 3 * ba};
+  return {};  // a value this function does not know: its copies only (predict's)
+}
+
+double over(double bytes, double gbps) { return gbps > 0 ? bytes / (gbps * 1e9) * 1e3 : 0; }
+
+}  // namespace
+
+BoundWork bound_work(const CasePlan& plan, int world_size) {
+  const int n = world_size;
+  const Prediction p = predict(plan, n);
+  BoundWork w;
+  w.h2d = p.h2d_bytes;
+  w.d2h = p.d2h_bytes;
+  w.link = n >= 2 ? p.nccl_input_bytes : 0;
+  for (const FlatParam& u : plan.layout.units)
+    w.flops += plan.backward == Backward::gemm ? gemm_flops(u, plan.tokens) * plan.schedule.k() : 0;
+
+  const size_t units = plan.layout.units.size();
+  const AxisArgs args{units, plan.dtypes};
+  auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
+  const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
+  const std::string& name = plan.strategy.offload;
+  const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
+                 ba = dtype_bytes(plan.dtypes.accum);
+  std::vector<bool> grad_alive(units, false);
+  std::vector<SavedView> saved(units);  // as predict: what mode tracking sees of each saved shard
+  const int k = plan.schedule.k();
+  for (int mb = 0; mb < k; ++mb) {
+    const MicroBatchMode m = plan.schedule.at(mb);
+    for (size_t ui = units; ui-- > 0;) {
+      const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n), shard = padded / n;
+      const uint32_t u = static_cast<uint32_t>(ui);
+      mode->prepare_backward(u, m);
+      // The generator writes the gradient, and reads it too when it accumulates (after an n).
+      w.backward_device += padded * bg * (grad_alive[ui] ? 2 : 1);
+      grad_alive[ui] = true;
+      if (m != MicroBatchMode::sync) continue;
+      grad_alive[ui] = false;
+      const uint64_t rs_copy = n == 1 ? padded * bg + shard * br : 0;  // NCCL's copy in -> out
+      const bool add = mode->has_saved_shard(u, saved[ui], shard);
+      const SyncCost c = offload->predicted(add, shard, plan.dtypes);
+      const SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);
+      w.device += rs_copy + s.device;
+      w.host += s.host;
+      if (c.new_saved)
+        saved[ui] = {true, offload->offloaded() ? MemSpace::pinned_host : MemSpace::device, shard};
+      if (c.new_saved) mode->shard_saved(u);
+      if (mb == k - 1 && ui == 0) {  // the step's last backward: all of this follows it
+        w.tail_rs_device = rs_copy;
+        w.tail_rs_link = n >= 2 ? padded * bg : 0;
+        w.tail_device = s.device;
+        w.tail_d2h = c.d2h;
+        w.tail_host = s.host;
+      }
+    }
+  }
+  // Division `end`: one pass (read + write) over every saved shard, where it lives; after the last
+  // sync of the unit, so unit 0's is on the critical path too.
+  if (plan.strategy.division == "end") {
+    for (size_t ui = 0; ui < units; ++ui) {
+      if (!saved[ui].present) continue;
+      const uint64_t pass = 2 * saved[ui].numel * ba;
+      (offload->offloaded() ? w.host : w.device) += pass;
+      if (ui == 0 && plan.schedule.at(k - 1) == MicroBatchMode::sync)
+        (offload->offloaded() ? w.tail_host : w.tail_device) += pass;
+    }
+  }
+  w.device += w.backward_device;
+  return w;
+}
+
+Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad) {
+  Bound b;
+  const double h2d = static_cast<double>(w.h2d), d2h = static_cast<double>(w.d2h);
+  if (c.h2d_gbps > 0 || c.d2h_gbps > 0 || c.bidir_gbps > 0)
+    b.terms.push_back({"copy engines", std::max({over(h2d, c.h2d_gbps), over(d2h, c.d2h_gbps),
+                                                 over(h2d + d2h, c.bidir_gbps)})});
+  if (c.host_add_gbps > 0) b.terms.push_back({"host memory", over(w.host, c.host_add_gbps)});
+  if (c.device_copy_gbps > 0)
+    b.terms.push_back({"device memory", over(w.device, c.device_copy_gbps)});
+  const int n = world_size;
+  // nccl-tests' busbw: the input's (N-1)/N crosses the link.
+  const auto link_ms = [&](uint64_t bytes) {
+    return n >= 2 ? over(static_cast<double>(bytes) * (n - 1) / n, c.reduce_scatter_busbw_gbps) : 0;
+  };
+  if (n >= 2 && c.reduce_scatter_busbw_gbps > 0) b.terms.push_back({"link", link_ms(w.link)});
+  const double tflops = grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32;
+  const double compute_ms = tflops > 0 ? w.flops / (tflops * 1e12) * 1e3 : 0;
+  if (w.flops > 0 && tflops > 0) b.terms.push_back({"compute", compute_ms});
+  // The backward, then what only starts after the last one: each part at its own ceiling.
+  const double path = std::max(over(w.backward_device, c.device_copy_gbps), compute_ms) +
+                      over(w.tail_rs_device + w.tail_device, c.device_copy_gbps) +
+                      link_ms(w.tail_rs_link) + over(w.tail_d2h, c.d2h_gbps) +
+                      over(w.tail_host, c.host_add_gbps);
+  if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
+      (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
+    b.terms.push_back({"critical path", path});
+  for (const BoundTerm& t : b.terms)
+    if (!b.ms || t.ms > *b.ms) {
+      b.ms = t.ms;
+      b.by = t.name;
+    }
+  return b;
+}
+
+}  // namespace shardaccum

@@ -1,0 +1,59 @@
+#pragma once
+// The least time a case's own work can take on this machine (docs/DESIGN.md §6 "Bound"): its
+// bytes and FLOPs per rank and step, each over the ceiling the same run measured for it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.hpp"
+#include "strategies/case_plan.hpp"
+
+namespace shardaccum {
+
+/// What one rank moves and computes in one step, by the resource that moves it. Bytes, not GB.
+struct BoundWork {
+  uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict)
+  uint64_t host = 0;          // CPU adds (src + 2 * dst each) + the host division's pass (r + w)
+  uint64_t device = 0;        // generator, accumulate and convert kernels, device division, and
+                              // the world-1 reduce-scatter copy (in + out)
+  uint64_t link = 0;          // reduce-scatter input at world >= 2 (0 at world 1)
+  double flops = 0;           // the GEMM backward's (0 with synthetic)
+  // The critical path: the backward (every unit, every micro-batch, one stream, in series), then
+  // what must follow the step's last backward (unit 0 of the last micro-batch, when it syncs).
+  uint64_t backward_device = 0;                           // the generator's part of `device`
+  uint64_t tail_rs_device = 0, tail_rs_link = 0;          // unit 0's last reduce-scatter
+  uint64_t tail_device = 0, tail_d2h = 0, tail_host = 0;  // its add, D2H, CPU add and division
+};
+
+/// The bytes and FLOPs of `plan` on one of `world_size` ranks. Walks the schedule as predict does
+/// (mode tracking and the offload policy decide add or start per sync); the offload values none,
+/// copy, gpu-add, cpu-add and the division `end` are counted; a value it does not know adds only
+/// its copies (from predict): a smaller figure, so the bound stays a lower bound. GEMM operand
+/// traffic is not counted for the same reason. Throws std::invalid_argument for an unknown axis
+/// value.
+BoundWork bound_work(const CasePlan& plan, int world_size);
+
+/// One term of the bound, in ms.
+struct BoundTerm {
+  std::string name;  // "copy engines", "host memory", "device memory", "link", "compute",
+                     // "critical path"
+  double ms = 0;
+};
+
+/// The bound: the terms whose ceilings are above 0, the largest as `ms` and its name as `by`;
+/// no term left (host backend, --ceilings off): `ms` empty and `by` "no ceilings".
+struct Bound {
+  std::vector<BoundTerm> terms;
+  std::optional<double> ms;
+  std::string by = "no ceilings";
+};
+
+/// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
+/// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory host/host_add; device memory
+/// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute flops/the
+/// GEMM ceiling of `grad` (with flops only); critical path the sum of its parts, each over its
+/// ceiling. A part whose ceiling is 0 counts 0; a term all of whose ceilings are 0 is left out.
+Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
+
+}  // namespace shardaccum

@@ -1,0 +1,51 @@
+// The bound is a lower bound on a GPU (label gpu; skips without one): every case of a small matrix
+// (the default strategies x canonical schedules, uniform:4x16M, K=4, world 1, fp32) takes at least
+// 0.97 of its bound_ms at the ceilings the same backend measured (3% for the ceilings' own noise).
+#include <gtest/gtest.h>
+
+#include "bench/case_runner.hpp"
+#include "bench/model_layouts.hpp"
+#include "strategies/backend/cuda_backend.hpp"
+#include "strategies/bound.hpp"
+#include "strategies/default_matrix.hpp"
+
+namespace shardaccum {
+namespace {
+
+TEST(GpuBound, EveryCaseTakesAtLeastItsBound) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  CudaBackendOptions o;
+  o.world_size = 1;
+  o.pinned_pool_bytes = 1ull << 30;
+  o.measure_ceilings = true;  // the default sizes: smaller ones read low and inflate the bound
+  o.cupti = false;
+  o.timeout_s = 120;
+  auto be = make_cuda_backend(o);
+  const Ceilings c = be->ceilings();
+  ASSERT_TRUE(c.measured());
+  const Layout layout = load_layout("uniform:4x16M", {});
+  int cases = 0;
+  for (const StrategySpec& s : default_strategies())
+    for (const CanonicalSchedule& cs : kCanonicalSchedules) {
+      const CasePlan plan{layout,
+                          canonical_schedule(cs.name, 4),
+                          s,
+                          parse_dtype_triple("fp32-fp32-fp32"),
+                          GenMode::dyadic,
+                          5,
+                          "t"};
+      SCOPED_TRACE(s.name() + " schedule " + plan.schedule.modes);
+      const Bound b = case_bound(bound_work(plan, 1), c, 1, DType::fp32);
+      ASSERT_TRUE(b.ms.has_value());
+      CaseRunner runner(*be, plan);
+      runner.step(0, false);  // warm-up, as the benchmark's
+      double sum_ms = 0;
+      for (uint32_t step = 1; step <= 3; ++step) sum_ms += runner.step(step, false).max.step_ms;
+      EXPECT_GE(sum_ms / 3, 0.97 * *b.ms) << "bound by " << b.by;
+      ++cases;
+    }
+  EXPECT_GT(cases, 0);
+}
+
+}  // namespace
+}  // namespace shardaccum

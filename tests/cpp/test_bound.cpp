@@ -1,0 +1,155 @@
+// The bound (docs/DESIGN.md §6 "Bound") against hand-computed bytes and times at injected
+// ceilings; the counters it writes.
+#include <gtest/gtest.h>
+
+#include "bench/bound_counters.hpp"
+#include "bench/model_layouts.hpp"
+#include "strategies/bound.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+CasePlan plan_for(const char* layout, const char* sched, const StrategySpec& s) {
+  return CasePlan{load_layout(layout, {}),
+                  parse_schedule(sched, 4),
+                  s,
+                  parse_dtype_triple("fp32-fp32-fp32"),
+                  GenMode::dyadic,
+                  1,
+                  "t"};
+}
+
+StrategySpec spec(const char* offload) {
+  StrategySpec s;
+  s.binding = "data";
+  s.offload = offload;
+  return s;
+}
+
+double term(const Bound& b, const std::string& name) {
+  for (const BoundTerm& t : b.terms)
+    if (t.name == name) return t.ms;
+  ADD_FAILURE() << "no term " << name;
+  return -1;
+}
+
+bool has_term(const Bound& b, const std::string& name) {
+  for (const BoundTerm& t : b.terms)
+    if (t.name == name) return true;
+  return false;
+}
+
+// The case: one H200, uniform:16x64M, K=4, world 1, gpu-add on SSSS.
+TEST(Bound, GpuAddOnOneH200IsItsD2hAtTheCopyCeiling) {
+  const BoundWork w = bound_work(plan_for("uniform:16x64M", "SSSS", spec("gpu-add")), 1);
+  EXPECT_EQ(w.h2d, 12'884'901'888ull);         // 3 later S * 16 units * 64 Mi * 4 B
+  EXPECT_EQ(w.d2h, 17'179'869'184ull);         // 4 S * 16 * 64 Mi * 4
+  EXPECT_EQ(w.link, 0u);                       // world 1: no link
+  EXPECT_EQ(w.host, 16ull * 2 * 268'435'456);  // the host division: r + w of 16 saved shards
+  Ceilings c;
+  c.h2d_gbps = 55.2;
+  c.d2h_gbps = 55.2;
+  c.bidir_gbps = 101.5;
+  const Bound b = case_bound(w, c, 1, DType::fp32);
+  ASSERT_TRUE(b.ms.has_value());
+  EXPECT_NEAR(*b.ms, 311.2, 0.05);  // 17.18 GB / 55.2 GB/s; both directions give 296.2
+  EXPECT_EQ(b.by, "copy engines");
+  EXPECT_FALSE(has_term(b, "host memory"));  // its ceiling is 0: left out
+  EXPECT_FALSE(has_term(b, "link"));
+  // Critical path: unit 0's last D2H after the last backward, 268 MB / 55.2 GB/s.
+  EXPECT_NEAR(term(b, "critical path"), 4.863, 0.001);
+}
+
+// cpu-add, uniform:2x1M, world 1, SSSS: 3 later S per unit add on the CPU.
+TEST(Bound, CpuAddIsBoundByHostMemory) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);
+  // 2 units * 3 adds * 3 * 4 MiB + the division's 2 * 4 MiB per unit.
+  EXPECT_EQ(w.host, 92'274'688u);
+  EXPECT_EQ(w.d2h, 33'554'432u);
+  EXPECT_EQ(w.h2d, 0u);
+  // Generator 8 * 4 MiB + the world-1 reduce-scatter copy (in + out) 8 * 8 MiB.
+  EXPECT_EQ(w.device, 100'663'296u);
+  EXPECT_EQ(w.tail_host, 20'971'520u);  // unit 0's last CPU add (12 MiB) + its division (8 MiB)
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.device_copy_gbps = 2000;
+  const Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_EQ(b.by, "host memory");
+  EXPECT_NEAR(*b.ms, 9.2274688, 1e-9);
+  EXPECT_NEAR(term(b, "copy engines"), 0.67108864, 1e-9);  // only d2h measured
+  EXPECT_NEAR(term(b, "device memory"), 0.050331648, 1e-9);
+  // Backward 32 MiB + RS copy 8 MiB at 2000, D2H 4 MiB at 50, host 20 MiB at 10.
+  EXPECT_NEAR(term(b, "critical path"), 0.016777216 + 0.004194304 + 0.08388608 + 2.097152, 1e-9);
+}
+
+// gemm backward, T=1024: 4 * 1024 * 64 Mi FLOPs per unit and micro-batch.
+TEST(Bound, GemmBackwardIsBoundByComputeAndItsTail) {
+  CasePlan p = plan_for("uniform:2x64M", "nnnS", spec("none"));
+  p.backward = Backward::gemm;
+  p.tokens = 1024;
+  const BoundWork w = bound_work(p, 1);
+  EXPECT_DOUBLE_EQ(w.flops, 2'199'023'255'552.0);
+  // Generator: 2 units * 256 MiB * (1 + 2 + 2 + 2: it reads what it accumulates into).
+  EXPECT_EQ(w.backward_device, 3'758'096'384u);
+  EXPECT_EQ(w.device, 3'758'096'384ull + 1'073'741'824 + 1'073'741'824);  // + RS copy + division
+  Ceilings c;
+  c.gemm_tflops_fp32 = 400;
+  Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_EQ(b.by, "compute");  // alone, the critical path is the backward: no tail at ceiling 0
+  EXPECT_NEAR(*b.ms, 5.49755813888, 1e-6);
+  EXPECT_TRUE(case_bound(w, c, 1, DType::bf16).terms.empty());  // no bf16 ceiling
+  c.device_copy_gbps = 4000;
+  b = case_bound(w, c, 1, DType::fp32);
+  // Unit 0's reduce-scatter copy and division (1 GiB together) follow the last GEMM.
+  EXPECT_EQ(b.by, "critical path");
+  EXPECT_NEAR(*b.ms, 5.49755813888 + 0.268435456, 1e-6);
+  EXPECT_NEAR(term(b, "device memory"), 1.476395008, 1e-9);
+}
+
+// World 2, no offload: the reduce-scatter's input, half of it over the link (nccl-tests' busbw).
+TEST(Bound, WorldTwoIsBoundByTheLink) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("none")), 2);
+  EXPECT_EQ(w.link, 33'554'432u);  // 4 S * 2 units * 4 MiB
+  // Generator 32 MiB, 6 device adds of out (2 MiB) + 2 * saved (2 MiB), division 2 * 2 * 2 MiB.
+  EXPECT_EQ(w.device, 33'554'432ull + 37'748'736 + 8'388'608);
+  EXPECT_EQ(w.h2d + w.d2h + w.host, 0u);
+  Ceilings c;
+  c.reduce_scatter_busbw_gbps = 100;
+  c.device_copy_gbps = 2000;
+  const Bound b = case_bound(w, c, 2, DType::fp32);
+  EXPECT_EQ(b.by, "link");
+  EXPECT_NEAR(*b.ms, 0.16777216, 1e-9);
+  EXPECT_NEAR(term(b, "critical path"), 0.016777216 + 0.02097152 + 0.00524288, 1e-9);
+  EXPECT_FALSE(has_term(case_bound(w, c, 1, DType::fp32), "link"));  // world 1: no link term
+}
+
+TEST(Bound, NoCeilingsLeavesTheBoundAbsent) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);
+  const Bound b = case_bound(w, Ceilings{}, 1, DType::fp32);
+  EXPECT_TRUE(b.terms.empty());
+  EXPECT_FALSE(b.ms.has_value());
+  EXPECT_EQ(b.by, "no ceilings");
+}
+
+TEST(Bound, CountersWriteTheRatioAndNothingWithoutCeilings) {
+  const CasePlan p = plan_for("uniform:2x1M", "SSSS", spec("cpu-add"));
+  CaseTotals t(1);
+  StepMetrics m;
+  m.step_ms = 18.4549376;  // twice the host-memory bound below
+  t.add(m, {m});
+  benchmark::UserCounters c;
+  Ceilings ceil;
+  ceil.host_add_gbps = 10;
+  EXPECT_EQ(write_bound_counters(c, t, p, ceil, 1), "host memory");
+  ASSERT_TRUE(c.count("bound_ms"));
+  EXPECT_NEAR(c.at("bound_ms").value, 9.2274688, 1e-9);
+  EXPECT_NEAR(c.at("bound_ratio").value, 2.0, 1e-9);
+  benchmark::UserCounters none;
+  EXPECT_EQ(write_bound_counters(none, t, p, Ceilings{}, 1), "no ceilings");
+  EXPECT_EQ(none.count("bound_ms") + none.count("bound_ratio"), 0u);
+}
+
+}  // namespace
+}  // namespace shardaccum
