@@ -173,6 +173,11 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     // CLI11 reads `--flag=` as "the value is the next argument": an empty value is an error here.
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1)
       throw CliError(a + " has an empty value: give one after '=' (or leave the flag out)");
+    // The same for `--flag ""`: an empty argument is never a value of this suite (--trace "" ran
+    // the cases and wrote no trace, silently).
+    if (a.empty() && i > 1 && std::string_view(argv[i - 1]).rfind("--", 0) == 0)
+      throw CliError(std::string(argv[i - 1]) +
+                     " has an empty value: give one (or leave the flag out)");
     if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0)
       o.benchmark_args.insert(o.benchmark_args.begin() + 1, a);
     else

@@ -17,7 +17,7 @@ std::vector<StrategySpec> strategy_product(const std::vector<std::string>& bindi
   for (const auto& o : offloads)
     for (const auto& b : bindings)
       for (const auto& m : modes)
-        for (const auto& d : divisions) out.push_back({b, o, m, d});
+        for (const auto& d : divisions) out.push_back({b, o, m, d, std::nullopt});
   return out;
 }
 

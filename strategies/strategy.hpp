@@ -40,7 +40,7 @@ struct StrategySpec {
   std::string mode = "flag";
   std::string division = "end";
   /// nullopt: the strategy's default (default_lookahead()).
-  std::optional<Lookahead> lookahead;
+  std::optional<Lookahead> lookahead = std::nullopt;
   /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default
   /// (kDefaultDivision), then "/lookahead:V" when `lookahead` was chosen (--lookahead; left out
   /// at the strategy's default): an axis added later leaves names, filters and compare baselines

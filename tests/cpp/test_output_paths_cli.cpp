@@ -58,6 +58,9 @@ TEST_F(OutputPaths, BenchmarkOutTwiceAndEmptyValuesAreRefused) {
   EXPECT_NE(r.err.find("--trace= has an empty value"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("--list"))
       << "the next argument was taken as the trace file";
+  r = run(kSmall + "--trace '' --list");  // the space form: it ran and wrote no trace
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--trace has an empty value"), std::string::npos) << r.err;
   r = run(kSmall + "--timeout 0.5");
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--timeout 0.5"), std::string::npos) << r.err;
