@@ -104,6 +104,18 @@ class Trace:
         return {s.key: s for s in self.steps.values() if s.key is not None}
 
 
+def event_number(e: dict, key: str, where: str, i: int) -> float:
+    """Event `i`'s `key` (ts, dur: µs) as a float. InputError naming the event when it is missing, not a
+    number or not strict JSON (NaN, a string)."""
+    try:
+        value = strict_json.number(e.get(key))
+    except ValueError as err:
+        raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' = {err}") from None
+    if value is None:
+        raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' is not a number")
+    return float(value)
+
+
 def _read(path: Path) -> object:
     where = str(path)
     try:
@@ -170,12 +182,7 @@ def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
                 thread[(e.get("pid"), e.get("tid"))] = str(args.get("name"))
         elif ph == "X":
             for key in ("ts", "dur"):
-                try:
-                    value = strict_json.number(e.get(key))
-                except ValueError as err:
-                    raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' = {err}") from None
-                if value is None:
-                    raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' is not a number")
+                event_number(e, key, where, i)
             complete.append((i, e))
 
     if any(e.get("cat") == GPU_STEP for _, e in complete):

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import strict_json
 from .case import parse_case_name
 from .errors import InputError
 from .loading import RunFile, load_run_file
-from .trace import _read
+from .trace import _read, event_number
 
 GPU_STEP = "gpu step"
 CUPTI_CATS = ("memcpy", "kernel")
@@ -51,14 +50,7 @@ def within(value: float, ref: float) -> bool:
     return abs(value - ref) <= max(TOLERANCE * abs(ref), FLOOR_MS)
 
 
-def _number(e: dict, key: str, where: str, i: int) -> float:
-    try:
-        value = strict_json.number(e.get(key))
-    except ValueError as err:
-        raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' = {err}") from None
-    if value is None:
-        raise InputError(where, f"traceEvents[{i}] ({e.get('name')!r}): '{key}' is not a number")
-    return float(value)
+_number = event_number  # trace.py's: one reading of ts and dur
 
 
 def _events(path: Path) -> tuple[list[tuple[int, str, dict]], dict]:

@@ -32,12 +32,13 @@ class FaultyRank final : public ForwardingRank {
   int step_ = -1;
 };
 
-/// The host backend with every rank wrapped in a FaultyRank (kept across steps: a StepDriver
-/// holds on to its rank).
-class FaultyBackend final : public Backend {
+/// The host backend with every rank wrapped by `wrap` (kept across steps and cases: a StepDriver
+/// holds on to its rank, and each rank thread has its own slot).
+class WrappedBackend final : public Backend {
  public:
-  FaultyBackend(int world, StepFault faulty)
-      : inner_(make_host_backend({world, 1})), faulty_(std::move(faulty)), ranks_(world) {}
+  using RankFactory = std::function<std::unique_ptr<RankBackend>(RankBackend&)>;
+  WrappedBackend(int world, RankFactory wrap)
+      : inner_(make_host_backend({world, 1})), wrap_(std::move(wrap)), ranks_(world) {}
   std::string name() const override { return "host"; }
   int world_size() const override { return inner_->world_size(); }
   nlohmann::json context() const override { return inner_->context(); }
@@ -45,15 +46,23 @@ class FaultyBackend final : public Backend {
   void run(const std::function<void(RankBackend&)>& fn) override {
     inner_->run([&](RankBackend& rb) {
       auto& mine = ranks_[rb.rank()];  // one slot per rank thread: no two threads share one
-      if (!mine) mine = std::make_unique<FaultyRank>(rb, faulty_);
+      if (!mine) mine = wrap_(rb);
       fn(*mine);
     });
   }
 
  private:
   std::unique_ptr<Backend> inner_;
-  StepFault faulty_;
-  std::vector<std::unique_ptr<FaultyRank>> ranks_;
+  RankFactory wrap_;
+  std::vector<std::unique_ptr<RankBackend>> ranks_;
 };
+
+/// The host backend with every rank wrapped in a FaultyRank.
+inline std::unique_ptr<Backend> faulty_backend(int world, StepFault faulty) {
+  return std::make_unique<WrappedBackend>(
+      world, [faulty = std::move(faulty)](RankBackend& rb) -> std::unique_ptr<RankBackend> {
+        return std::make_unique<FaultyRank>(rb, faulty);
+      });
+}
 
 }  // namespace shardaccum::testing

@@ -42,8 +42,8 @@ CaseVerdict run_measured(Backend& be, CheckMode mode) {
 }
 
 CaseVerdict run_with_fault(testing::StepFault fault, CheckMode mode) {
-  testing::FaultyBackend be(2, std::move(fault));
-  return run_measured(be, mode);
+  const auto be = testing::faulty_backend(2, std::move(fault));
+  return run_measured(*be, mode);
 }
 
 TEST(OracleCheckEvery, DefaultIsEvery) { EXPECT_EQ(SuiteSettings{}.check, CheckMode::every); }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "faulty_backend.hpp"
 #include "forwarding_rank.hpp"
 #include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
@@ -15,31 +16,7 @@
 namespace shardaccum {
 namespace {
 
-using RankFactory = std::function<std::unique_ptr<RankBackend>(RankBackend&)>;
-
-/// The host backend with every rank wrapped by `wrap` (kept across steps and cases: a StepDriver
-/// holds on to its rank).
-class WrappedBackend final : public Backend {
- public:
-  WrappedBackend(int world, RankFactory wrap)
-      : inner_(make_host_backend({world, 1})), wrap_(std::move(wrap)), ranks_(world) {}
-  std::string name() const override { return "host"; }
-  int world_size() const override { return inner_->world_size(); }
-  nlohmann::json context() const override { return inner_->context(); }
-  bool gpu_times() const override { return false; }
-  void run(const std::function<void(RankBackend&)>& fn) override {
-    inner_->run([&](RankBackend& rb) {
-      auto& mine = ranks_[rb.rank()];  // one slot per rank thread
-      if (!mine) mine = wrap_(rb);
-      fn(*mine);
-    });
-  }
-
- private:
-  std::unique_ptr<Backend> inner_;
-  RankFactory wrap_;
-  std::vector<std::unique_ptr<RankBackend>> ranks_;
-};
+using testing::WrappedBackend;
 
 /// Counts any_rank calls.
 class CountingRank final : public testing::ForwardingRank {
