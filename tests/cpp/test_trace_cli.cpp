@@ -40,9 +40,9 @@ struct X {
   std::string name, cat, track, case_name;
   double ts, dur;
   uint64_t bytes;
-  int step = -1;        // args.step
-  std::string source;   // args.source
-  double step_ms = -1;  // args.step_ms (the gpu step events)
+  int step = -1;            // args.step
+  std::string source = {};  // args.source
+  double step_ms = -1;      // args.step_ms (the gpu step events)
   double end() const { return ts + dur; }
   bool inside(const X& o) const {
     return pid == o.pid && ts >= o.ts - 1e-3 && end() <= o.end() + 1e-3;
