@@ -78,6 +78,14 @@ void CudaWorld::build_static_context() {
             "reaches the collective, not the host's launch); %globaltimer stamps at the gate's "
             "release and after the collective give nccl_wait_ms (latest rank's start - own "
             "start, over the ranks of one process; 0 across processes) and nccl_link_ms";
+  const char* op_method =
+      op_holds_on(opts_.first_device)
+          ? "CUDA events around each op on its stream, the stream held (cuStreamWaitValue64) until "
+            "the host has issued the op: the brackets are the GPU's time, not the host's issue "
+            "delay (SHARDACCUM_HOLD_OPS=0 turns the holds off)"
+          : "CUDA events around each op on its stream, not held: where the host issues slower than "
+            "the GPU runs, a bracket includes the host's issue delay (SHARDACCUM_HOLD_OPS=1 holds "
+            "each stream until its op is issued)";
   static_context_ = {
       {"backend", "cuda"},
       {"time_domain", "CUDA events on each rank's streams"},
@@ -102,7 +110,8 @@ void CudaWorld::build_static_context() {
       {"hardware_threads", std::thread::hardware_concurrency()},
       {"timeout_s", opts_.timeout_s},
       {"machine_facts", machine},
-      {"nccl_time_method", method}};
+      {"nccl_time_method", method},
+      {"op_time_method", op_method}};
 }
 
 nlohmann::json CudaWorld::context() const {

@@ -47,19 +47,21 @@ Fn driver_entry(const char* symbol) {
 }
 }  // namespace
 
+bool op_holds_on(int device) {
+  const auto wait_value = driver_entry<WaitValue64>("cuStreamWaitValue64");
+  const auto attribute = driver_entry<DeviceAttribute>("cuDeviceGetAttribute");
+  int can = 0;  // the runtime's device ordinal is the driver's CUdevice
+  if (!attribute || !wait_value ||
+      attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS)
+    return false;
+  const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
+  const bool wanted = env && *env ? std::strcmp(env, "0") != 0 : kHoldOpsDefault;
+  return can != 0 && wanted;
+}
+
 void CudaRank::hold_stream(int s) {
   static const WaitValue64 wait_value = driver_entry<WaitValue64>("cuStreamWaitValue64");
-  if (hold_ops_ < 0) {
-    // Opt-in until verified on a GPU: a held stream cannot time out, and CUDA's lazy loading may
-    // synchronize the context inside a launch (docs/DESIGN.md §6).
-    const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
-    const auto attribute = driver_entry<DeviceAttribute>("cuDeviceGetAttribute");
-    int can = 0;  // the runtime's device ordinal is the driver's CUdevice
-    if (!attribute || !wait_value ||
-        attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device_) != CUDA_SUCCESS)
-      can = 0;
-    hold_ops_ = (can != 0 && env && std::strcmp(env, "1") == 0) ? 1 : 0;
-  }
+  if (hold_ops_ < 0) hold_ops_ = op_holds_on(device_) ? 1 : 0;
   if (hold_ops_ == 0) return;
   ensure_gate_flag();
   const uint64_t seq = ++gate_seq_;
@@ -68,7 +70,7 @@ void CudaRank::hold_stream(int s) {
   if (r != CUDA_SUCCESS)
     throw CudaError(who("hold_stream") + ": cuStreamWaitValue64 failed with CUresult " +
                     std::to_string(static_cast<int>(r)) +
-                    " (unset SHARDACCUM_HOLD_OPS to run without holds)");
+                    " (SHARDACCUM_HOLD_OPS=0 runs without holds)");
 }
 
 CudaRank::GateStamps CudaRank::next_gate_stamps() {

@@ -38,6 +38,13 @@
 
 namespace shardaccum::cuda {
 
+/// Whether ops' streams are held until the host has issued them (CudaRank::hold_stream,
+/// docs/DESIGN.md §6): SHARDACCUM_HOLD_OPS=0 off, any other non-empty value on, unset or empty
+/// kHoldOpsDefault; and only where `device` supports 64-bit stream memory operations. Reads the
+/// environment on each call; never throws.
+inline constexpr bool kHoldOpsDefault = false;
+bool op_holds_on(int device);
+
 class CudaWorld;
 
 /// One rank: its streams, memory, communicator, and a worker thread for host tasks.
@@ -175,7 +182,7 @@ class CudaRank final : public RankBackend {
   /// Holds stream `s` (cuStreamWaitValue64 on the gate flag: the GPU's front end waits, no SM)
   /// until the next release_gates, so that an op's start event is when the stream reaches it
   /// after the host has issued it, not the host's issue delay; end_gpu_op releases it after the
-  /// op's end event is recorded. Only with SHARDACCUM_HOLD_OPS=1 (not yet run on a GPU) and 64-bit
+  /// op's end event is recorded. Only where op_holds_on(device_) (SHARDACCUM_HOLD_OPS) and 64-bit
   /// stream memory operations; else returns at once. Throws CudaError when the wait cannot be
   /// queued.
   void hold_stream(int s);
