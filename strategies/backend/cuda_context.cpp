@@ -82,7 +82,10 @@ void CudaWorld::build_static_context() {
       op_holds_on(opts_.first_device)
           ? "CUDA events around each op on its stream, the stream held (cuStreamWaitValue64) until "
             "the host has issued the op: the brackets are the GPU's time, not the host's issue "
-            "delay (SHARDACCUM_HOLD_OPS=0 turns the holds off)"
+            "delay; cuBLAS GEMMs are not held; CUDA_MODULE_LOADING=EAGER unless set, so that no "
+            "first "
+            "launch synchronises the context inside a hold, and a watchdog releases any hold "
+            "older than 1 s with a warning (SHARDACCUM_HOLD_OPS=0 turns the holds off)"
           : "CUDA events around each op on its stream, not held: where the host issues slower than "
             "the GPU runs, a bracket includes the host's issue delay (SHARDACCUM_HOLD_OPS=1 holds "
             "each stream until its op is issued)";

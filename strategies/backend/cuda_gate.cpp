@@ -5,9 +5,12 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 #include "common/errors.hpp"
 #include "strategies/backend/cuda_rank.hpp"
@@ -47,6 +50,24 @@ Fn driver_entry(const char* symbol) {
 }
 }  // namespace
 
+bool holds_wanted() {
+  const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
+  return env && *env ? std::strcmp(env, "0") != 0 : kHoldOpsDefault;
+}
+
+namespace {
+// Under lazy module loading (CUDA's default since 12.2) a kernel's first launch may synchronise
+// the context: inside a hold, that waits for a stream the host releases only after the launch
+// returns. With holds wanted, modules load when the context is created (before main's first CUDA
+// call), unless the user set CUDA_MODULE_LOADING; the watchdog below covers what remains.
+[[maybe_unused]] const bool eager_modules = [] {
+  if (holds_wanted()) setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+  return true;
+}();
+
+constexpr uint64_t kHoldWatchdogNs = 1'000'000'000;  // as the reduce-scatter gate's spin limit
+}  // namespace
+
 bool op_holds_on(int device) {
   const auto wait_value = driver_entry<WaitValue64>("cuStreamWaitValue64");
   const auto attribute = driver_entry<DeviceAttribute>("cuDeviceGetAttribute");
@@ -54,17 +75,37 @@ bool op_holds_on(int device) {
   if (!attribute || !wait_value ||
       attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS)
     return false;
-  const char* env = std::getenv("SHARDACCUM_HOLD_OPS");
-  const bool wanted = env && *env ? std::strcmp(env, "0") != 0 : kHoldOpsDefault;
-  return can != 0 && wanted;
+  return can != 0 && holds_wanted();
+}
+
+void CudaRank::watch_holds(std::stop_token stop) noexcept {
+  while (!stop.stop_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const uint64_t since = hold_since_ns_.load(std::memory_order_relaxed);
+    if (since == 0 || static_cast<uint64_t>(steady_ns()) - since < kHoldWatchdogNs) continue;
+    release_gates(hold_seq_.load(std::memory_order_relaxed));
+    hold_since_ns_.store(0, std::memory_order_relaxed);
+    if (!hold_watchdog_fired_.exchange(true))
+      std::fprintf(stderr,
+                   "shardaccum cuda: rank %d: an op's stream was held for more than %.1f s (the "
+                   "host blocked inside a launch); released it: that op's time may include host "
+                   "time (SHARDACCUM_HOLD_OPS=0 runs without holds)\n",
+                   rank_, kHoldWatchdogNs * 1e-9);
+  }
 }
 
 void CudaRank::hold_stream(int s) {
   static const WaitValue64 wait_value = driver_entry<WaitValue64>("cuStreamWaitValue64");
-  if (hold_ops_ < 0) hold_ops_ = op_holds_on(device_) ? 1 : 0;
+  if (hold_ops_ < 0) {
+    hold_ops_ = op_holds_on(device_) ? 1 : 0;
+    if (hold_ops_ == 1)
+      hold_watchdog_ = std::jthread([this](std::stop_token st) { watch_holds(std::move(st)); });
+  }
   if (hold_ops_ == 0) return;
   ensure_gate_flag();
   const uint64_t seq = ++gate_seq_;
+  hold_seq_.store(seq, std::memory_order_relaxed);
+  hold_since_ns_.store(static_cast<uint64_t>(steady_ns()), std::memory_order_relaxed);
   const CUresult r = wait_value(streams_[s].get(), reinterpret_cast<CUdeviceptr>(gate_flag_dev_),
                                 seq, CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)

@@ -108,7 +108,9 @@ void CudaRank::gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t token
   const float one = 1, zero = 0;
   const int T = static_cast<int>(tokens);
   const int si = idx(s);
-  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}});
+  // Not held: cuBLAS picks and may lazily load a kernel per shape inside the launch; the GEMMs
+  // run milliseconds, so the host's issue delay is a small part of their bracket.
+  cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}}, false);
   launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, stream(s));
   for (const Param& p : unit.params) {
     if (!gemm_shape(p, g)) continue;

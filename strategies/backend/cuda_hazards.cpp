@@ -21,10 +21,11 @@ void CudaRank::wait_hazards(int s, std::initializer_list<Use> uses) {
   }
 }
 
-cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses) {
+cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses, bool hold) {
   cudaStream_t st = streams_[s].get();
   wait_hazards(s, uses);
-  hold_stream(s);  // released by end_gpu_op: the start below is the GPU's, not the host's delay
+  if (hold)
+    hold_stream(s);  // released by end_gpu_op: the start below is the GPU's, not the host's delay
   cudaEvent_t start = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(start, st));
   return start;
@@ -34,6 +35,7 @@ void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_li
                           bool is_copy) {
   cudaEvent_t end = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
+  hold_since_ns_.store(0, std::memory_order_relaxed);  // before the release: the watchdog's race
   release_gates(gate_seq_);  // op and end event issued: the held stream may run them
   if (in_step_) ops_.push_back({p, start, end, s, is_copy});
   for (const Use& u : uses) {

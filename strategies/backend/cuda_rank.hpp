@@ -44,6 +44,8 @@ namespace shardaccum::cuda {
 /// environment on each call; never throws.
 inline constexpr bool kHoldOpsDefault = false;
 bool op_holds_on(int device);
+/// SHARDACCUM_HOLD_OPS (or kHoldOpsDefault) alone, without asking the device.
+bool holds_wanted();
 
 class CudaWorld;
 
@@ -160,7 +162,9 @@ class CudaRank final : public RankBackend {
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
   /// Orders stream s after the pending accesses of `uses` on the other streams (the hazards).
   void wait_hazards(int s, std::initializer_list<Use> uses);
-  cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses);
+  /// `hold` false: the stream is not held (cuBLAS may load its kernels, and synchronise the
+  /// context, inside a launch: a held stream would then never be released).
+  cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses, bool hold = true);
   void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
                   bool is_copy = false);
   /// --trace: the step's GPU ops from the backend's own CUDA events (copies included), one event
@@ -186,6 +190,8 @@ class CudaRank final : public RankBackend {
   /// stream memory operations; else returns at once. Throws CudaError when the wait cannot be
   /// queued.
   void hold_stream(int s);
+  /// The watchdog's loop: every 50 ms, releases a hold pending for more than 1 s and warns once.
+  void watch_holds(std::stop_token stop) noexcept;
   /// Writes `seq` into the gate flag unless it holds more: every gate up to `seq` runs on.
   void release_gates(uint64_t seq) noexcept;
   /// After the step's end event completed (`ok`; else figures are not read): publishes this
@@ -250,6 +256,12 @@ class CudaRank final : public RankBackend {
   std::vector<uint64_t> published_starts_;
   bool gate_timeout_warned_ = false;
   int hold_ops_ = -1;  // hold_stream: -1 not yet asked, 0 off, 1 on
+  // The hold's watchdog (cuda_gate.cpp): a hold older than kHoldWatchdogNs is released by it,
+  // so that a launch which blocks on the device (a context synchronisation) cannot hang the run.
+  std::atomic<uint64_t> hold_since_ns_{0};  // steady-clock ns of the pending hold; 0 none
+  std::atomic<uint64_t> hold_seq_{0};       // its sequence number
+  std::atomic<bool> hold_watchdog_fired_{false};
+  std::jthread hold_watchdog_;  // started with the first hold; stopped and joined first
   DeviceMemory check_partials_, check_result_, check_staging_, check_prefixes_;
 
   std::mutex task_mu_;  // the host-task queue
