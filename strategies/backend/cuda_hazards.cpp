@@ -32,12 +32,15 @@ cudaEvent_t CudaRank::begin_gpu_op(int s, std::initializer_list<Use> uses, bool 
 }
 
 void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
-                          bool is_copy) {
-  cudaEvent_t end = timing_.next();
-  SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
+                          bool is_copy, cudaEvent_t end) {
+  if (!end) {
+    end = timing_.next();
+    SA_CUDA_CHECK(cudaEventRecord(end, streams_[s].get()));
+  }
   hold_since_ns_.store(0, std::memory_order_relaxed);  // before the release: the watchdog's race
   release_gates(gate_seq_);  // op and end event issued: the held stream may run them
-  if (in_step_) ops_.push_back({p, start, end, s, is_copy});
+  if (in_step_) ops_.push_back({p, start, end, s, is_copy, pending_stamp_});
+  pending_stamp_ = -1;
   for (const Use& u : uses) {
     Alloc& a = allocs_.at(u.b->data());
     if (u.write) {
@@ -48,6 +51,12 @@ void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_li
     }
     a.last_stream = s;
   }
+}
+
+uint64_t* CudaRank::next_kernel_stamp() {
+  if (!in_step_ || stamps_used_ >= kKernelStampSlots || !kernel_stamps_.get()) return nullptr;
+  pending_stamp_ = stamps_used_++;
+  return static_cast<uint64_t*>(kernel_stamps_.get()) + 2 * pending_stamp_;
 }
 
 void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const char* op,

@@ -20,6 +20,26 @@ int blocks_for(uint64_t items) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+__device__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Kernel stamps (docs/DESIGN.md §6): slot[0] = the earliest block start, slot[1] = ~(the latest
+// block end), both by atomicMin on a slot the step set to all ones: the kernel's execution as a
+// profiler's kernel record has it, without the time it queued for SMs or for the host.
+__device__ __forceinline__ void stamp_begin(unsigned long long* slot) {
+  if (slot && threadIdx.x == 0) atomicMin(slot, globaltimer_ns());
+}
+__device__ __forceinline__ void stamp_end(unsigned long long* slot) {
+  if (!slot) return;
+  __syncthreads();  // the block's last thread is done
+  if (threadIdx.x == 0) atomicMin(slot + 1, ~globaltimer_ns());
+}
+using Slot = unsigned long long*;
+Slot as_slot(uint64_t* p) { return reinterpret_cast<Slot>(p); }
+
 // ---- element access by dtype -------------------------------------------------------------------
 template <DType T>
 __device__ __forceinline__ float load1(const void* p, uint64_t i) {
@@ -80,7 +100,8 @@ __device__ __forceinline__ void store8(void* p, uint64_t v, const float (&x)[kVe
 // ---- generate
 // ------------------------------------------------------------------------------------
 template <DType T, bool Vec>
-__global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumulate) {
+__global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumulate, Slot st) {
+  stamp_begin(st);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   // grad_value(key, i), with the per-buffer hash prefix computed once per thread.
@@ -101,12 +122,14 @@ __global__ void generate_kernel(void* grad, uint64_t n, GradKey key, bool accumu
   }
   for (uint64_t i = done + tid; i < n; i += stride)
     store1<T>(grad, i, accumulate ? load1<T>(grad, i) + g_at(i) : g_at(i));
+  stamp_end(st);
 }
 
 // ---- add / convert
 // -------------------------------------------------------------------------------
 template <DType D, DType S, bool Assign, bool Vec>
-__global__ void add_kernel(void* dst, const void* src, uint64_t n) {
+__global__ void add_kernel(void* dst, const void* src, uint64_t n, Slot st) {
+  stamp_begin(st);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   uint64_t done = 0;
@@ -126,6 +149,7 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
     const float s = load1<S>(src, i);
     store1<D>(dst, i, Assign ? s : load1<D>(dst, i) + s);
   }
+  stamp_end(st);
 }
 
 /// fp32 += fp32 (the accumulate of every fp32 case): one float4 per access, so that each warp-wide
@@ -134,7 +158,9 @@ __global__ void add_kernel(void* dst, const void* src, uint64_t n) {
 constexpr int kF32Unroll = 4;
 
 template <bool Assign>
-__global__ void add_f32_kernel(float* __restrict__ dst, const float* __restrict__ src, uint64_t n) {
+__global__ void add_f32_kernel(float* __restrict__ dst, const float* __restrict__ src, uint64_t n,
+                               Slot st) {
+  stamp_begin(st);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   auto* d4 = reinterpret_cast<float4*>(dst);
@@ -165,12 +191,14 @@ __global__ void add_f32_kernel(float* __restrict__ dst, const float* __restrict_
     __stcs(d4 + i, a);
   }
   for (uint64_t j = 4 * n4 + tid; j < n; j += stride) dst[j] = Assign ? src[j] : dst[j] + src[j];
+  stamp_end(st);
 }
 
 // ---- scale
 // ---------------------------------------------------------------------------------------
 template <DType T, bool Vec>
-__global__ void scale_kernel(void* dst, uint64_t n, float f) {
+__global__ void scale_kernel(void* dst, uint64_t n, float f, Slot st) {
+  stamp_begin(st);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   uint64_t done = 0;
@@ -186,6 +214,7 @@ __global__ void scale_kernel(void* dst, uint64_t n, float f) {
     done = nv * kVec;
   }
   for (uint64_t i = done + tid; i < n; i += stride) store1<T>(dst, i, load1<T>(dst, i) * f);
+  stamp_end(st);
 }
 
 // ---- oracle
@@ -247,74 +276,77 @@ __global__ void check_final_kernel(const CheckSums* partials, int count, CheckSu
 }
 
 template <DType D, DType S, bool Assign>
-void add_typed(void* dst, const void* src, uint64_t n, cudaStream_t s) {
+void add_typed(void* dst, const void* src, uint64_t n, Slot st, cudaStream_t s) {
   if constexpr (D == DType::fp32 && S == DType::fp32) {
     if (aligned16(dst) && aligned16(src)) {
       add_f32_kernel<Assign><<<blocks_for(n / (4 * kF32Unroll) + 1), kThreads, 0, s>>>(
-          static_cast<float*>(dst), static_cast<const float*>(src), n);
+          static_cast<float*>(dst), static_cast<const float*>(src), n, st);
       return;
     }
   }
   if (aligned16(dst) && aligned16(src))
-    add_kernel<D, S, Assign, true><<<blocks_for(n / kVec + 1), kThreads, 0, s>>>(dst, src, n);
+    add_kernel<D, S, Assign, true><<<blocks_for(n / kVec + 1), kThreads, 0, s>>>(dst, src, n, st);
   else
-    add_kernel<D, S, Assign, false><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
+    add_kernel<D, S, Assign, false><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n, st);
 }
 
 template <bool Assign>
-void add_dispatch(void* dst, DType dt, const void* src, DType st, uint64_t n, cudaStream_t s) {
+void add_dispatch(void* dst, DType dt, const void* src, DType st, uint64_t n, Slot slot,
+                  cudaStream_t s) {
   if (dt == DType::fp32 && st == DType::fp32)
-    add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, s);
+    add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, slot, s);
   else if (dt == DType::fp32)
-    add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, s);
+    add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, slot, s);
   else if (st == DType::fp32)
-    add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, s);
+    add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, slot, s);
   else
-    add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, s);
+    add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, slot, s);
 }
 
 }  // namespace
 
 void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool accumulate,
-                     cudaStream_t s) {
+                     cudaStream_t s, uint64_t* stamp) {
+  const Slot st = as_slot(stamp);
   const bool vec = aligned16(grad);
   const int blocks = blocks_for(vec ? n / kVec + 1 : n);
   if (t == DType::fp32) {
     if (vec)
-      generate_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+      generate_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate, st);
     else
-      generate_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+      generate_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate, st);
   } else {
     if (vec)
-      generate_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+      generate_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate, st);
     else
-      generate_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate);
+      generate_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(grad, n, key, accumulate, st);
   }
   SA_CUDA_LAUNCH_CHECK("generate_kernel");
 }
 
 void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
-                cudaStream_t s) {
+                cudaStream_t s, uint64_t* stamp) {
   if (assign)
-    add_dispatch<true>(dst, dt, src, st, n, s);
+    add_dispatch<true>(dst, dt, src, st, n, as_slot(stamp), s);
   else
-    add_dispatch<false>(dst, dt, src, st, n, s);
+    add_dispatch<false>(dst, dt, src, st, n, as_slot(stamp), s);
   SA_CUDA_LAUNCH_CHECK("add_kernel");
 }
 
-void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s) {
+void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s, uint64_t* stamp) {
+  const Slot st = as_slot(stamp);
   const bool vec = aligned16(dst);
   const int blocks = blocks_for(vec ? n / kVec + 1 : n);
   if (t == DType::fp32) {
     if (vec)
-      scale_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+      scale_kernel<DType::fp32, true><<<blocks, kThreads, 0, s>>>(dst, n, factor, st);
     else
-      scale_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+      scale_kernel<DType::fp32, false><<<blocks, kThreads, 0, s>>>(dst, n, factor, st);
   } else {
     if (vec)
-      scale_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+      scale_kernel<DType::bf16, true><<<blocks, kThreads, 0, s>>>(dst, n, factor, st);
     else
-      scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor);
+      scale_kernel<DType::bf16, false><<<blocks, kThreads, 0, s>>>(dst, n, factor, st);
   }
   SA_CUDA_LAUNCH_CHECK("scale_kernel");
 }
@@ -324,12 +356,6 @@ __global__ void publish_flag_kernel(const int* flag, volatile int* mapped) { *ma
 void launch_publish_flag(const int* flag, int* mapped, cudaStream_t s) {
   publish_flag_kernel<<<1, 1, 0, s>>>(flag, mapped);
   SA_CUDA_LAUNCH_CHECK("publish_flag_kernel");
-}
-
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 __global__ void shardaccum_nccl_gate(const volatile unsigned long long* flag,
@@ -360,6 +386,21 @@ void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t s
                                        seq, reinterpret_cast<volatile unsigned long long*>(stamp),
                                        spin_ns);
   SA_CUDA_LAUNCH_CHECK("shardaccum_nccl_gate");
+}
+
+__global__ void copy_words_kernel(volatile unsigned long long* dst, const unsigned long long* src,
+                                  uint64_t n) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+  __threadfence_system();
+}
+
+void launch_copy_stamps(uint64_t* mapped, const uint64_t* stamps, uint64_t words, cudaStream_t s) {
+  copy_words_kernel<<<blocks_for(words), kThreads, 0, s>>>(
+      reinterpret_cast<volatile unsigned long long*>(mapped),
+      reinterpret_cast<const unsigned long long*>(stamps), words);
+  SA_CUDA_LAUNCH_CHECK("copy_words_kernel");
 }
 
 void launch_stamp(uint64_t* stamp, cudaStream_t s) {

@@ -11,18 +11,24 @@
 
 namespace shardaccum::cuda {
 
+/// A kernel stamp (docs/DESIGN.md §6): two words of device memory, set to all ones before the
+/// kernel; the kernel leaves word 0 = its earliest block's start and word 1 = ~(its latest block's
+/// end), %globaltimer ns. The launchers below take one, or null for none.
+inline constexpr uint64_t kStampUnset = ~0ull;
+
 /// grad = g(key, i), or grad += g(key, i) with `accumulate` (the host backend's arithmetic: in
 /// fp32, rounded once to grad's dtype); g is zero in the padding (i >= key.numel).
 void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool accumulate,
-                     cudaStream_t s);
+                     cudaStream_t s, uint64_t* stamp = nullptr);
 
 /// dst += src (or dst = src with `assign`: convert), in fp32, rounded to dst's dtype.
 /// 16-byte accesses when both pointers allow it.
 void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
-                cudaStream_t s);
+                cudaStream_t s, uint64_t* stamp = nullptr);
 
 /// dst *= factor, in fp32 (as the host backend), rounded to dst's dtype.
-void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s);
+void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s,
+                  uint64_t* stamp = nullptr);
 
 /// *mapped = *flag: hands a 4-byte control flag (ProcessLink) to the host through mapped pinned
 /// memory, so that no memcpy appears among a measured step's copies (CUPTI counts those). The one
@@ -42,6 +48,9 @@ void launch_gate(const uint64_t* flag, uint64_t seq, uint64_t* stamp, uint64_t s
                  cudaStream_t s);
 /// *stamp = %globaltimer (ns), one thread: the end of the collective before it on the stream.
 void launch_stamp(uint64_t* stamp, cudaStream_t s);
+/// mapped[0, words) = stamps[0, words): the step's kernel stamps to mapped pinned memory by a
+/// kernel, so that no memcpy appears among the step's copies (CUPTI and nsys count those).
+void launch_copy_stamps(uint64_t* mapped, const uint64_t* stamps, uint64_t words, cudaStream_t s);
 
 /// The oracle's partial sums (docs/DESIGN.md §5), summed in a fixed order: deterministic.
 struct CheckSums {

@@ -52,7 +52,8 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   if (space == MemSpace::device) {
     const int si = idx(s);
     cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
-    launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s));
+    launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s),
+               next_kernel_stamp());
     end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
     if (in_step_) m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
     return;
@@ -76,7 +77,8 @@ void CudaRank::convert(Buffer& dst, const Buffer& src, Stream s) {
                        ": numel differs");
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
-  launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s));
+  launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), true, stream(s),
+             next_kernel_stamp());
   end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
   if (in_step_) m_.accumulate_bytes += src.bytes() + dst.bytes();
 }
@@ -90,7 +92,7 @@ void CudaRank::scale(Buffer& dst, double factor, Stream s) {
   if (dst.space() == MemSpace::device) {
     const int si = idx(s);
     cudaEvent_t start = begin_gpu_op(si, {{&dst, true}});
-    launch_scale(dst.data(), dst.dtype(), dst.numel(), f, stream(s));
+    launch_scale(dst.data(), dst.dtype(), dst.numel(), f, stream(s), next_kernel_stamp());
     end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
     return;
   }
@@ -107,7 +109,8 @@ void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Strea
   in_space(grad, MemSpace::device, "generate", "gradient");
   const int si = idx(s);
   cudaEvent_t start = begin_gpu_op(si, {{&grad, true}});
-  launch_generate(grad.data(), grad.dtype(), grad.numel(), key, accumulate, stream(s));
+  launch_generate(grad.data(), grad.dtype(), grad.numel(), key, accumulate, stream(s),
+                  next_kernel_stamp());
   end_gpu_op(si, Phase::backward, start, {{&grad, true}});
 }
 
@@ -146,10 +149,13 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
     settle(comm_.get(), policy(), who("ncclReduceScatter"));
   else if (r != ncclSuccess)
     throw_nccl(r, "ncclReduceScatter", __FILE__, __LINE__);
-  // The end stamp and event are queued before end_gpu_op releases the gate, so that neither
-  // waits for the host (the one-thread stamp adds microseconds inside the bracket).
+  // The end event, then the end stamp, both queued before end_gpu_op releases the gate, so that
+  // neither waits for the host. The stamp is outside the bracket: a one-thread kernel needs an SM,
+  // and on the H200 it queued behind the compute stream's kernels for up to 0.4 ms.
+  cudaEvent_t end = timing_.next();
+  SA_CUDA_CHECK(cudaEventRecord(end, cs));
   launch_stamp(g.dev + 1, cs);  // the end, on the stamps' clock
-  end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}});
+  end_gpu_op(si, Phase::reduce_scatter, start, {{&in, false}, {&out, true}}, false, end);
   m_.nccl_input_bytes += in.bytes();
   ++m_.reduce_scatter_calls;
 }

@@ -18,6 +18,12 @@ CudaRank::CudaRank(CudaWorld& world, int rank, int device)
       pool_(device),
       arena_(world.options().pinned_pool_bytes) {
   pinned_capacity_ = arena_.capacity();
+  // Kernel stamps outside the pool: the step's peak is the strategy's memory alone.
+  kernel_stamps_ = DeviceMemory(2 * sizeof(uint64_t) * kKernelStampSlots);
+  kernel_stamps_host_ = PinnedMemory(2 * sizeof(uint64_t) * kKernelStampSlots,
+                                     cudaHostAllocMapped | cudaHostAllocPortable);
+  SA_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&kernel_stamps_host_dev_),
+                                         kernel_stamps_host_.get(), 0));
   // The oracle's scratch at start, not at the first check: a long run's device memory stays level
   // from its first step (the staging of a pinned shard is at most kCheckStagingBytes).
   check_partials_ = DeviceMemory(sizeof(CheckSums) * kCheckBlocks);

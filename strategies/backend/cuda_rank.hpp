@@ -143,6 +143,7 @@ class CudaRank final : public RankBackend {
     cudaEvent_t start, end;
     int stream;    // the rank's stream it ran on
     bool is_copy;  // a cudaMemcpyAsync (CUPTI's MEMCPY records trace those when it runs)
+    int stamp;     // its kernel stamp's slot, or -1: timed by its events
   };
   struct DeferredFree {
     void* p;
@@ -165,12 +166,16 @@ class CudaRank final : public RankBackend {
   /// `hold` false: the stream is not held (cuBLAS may load its kernels, and synchronise the
   /// context, inside a launch: a held stream would then never be released).
   cudaEvent_t begin_gpu_op(int s, std::initializer_list<Use> uses, bool hold = true);
+  /// `end`: the op's end event when the caller recorded it already (with work after it that must
+  /// stay outside the bracket); else recorded here.
   void end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_list<Use> uses,
-                  bool is_copy = false);
-  /// --trace: the step's GPU ops from the backend's own CUDA events (copies included), one event
-  /// per op on its stream's track, placed by `at` (ms since the step's start event, per op of
-  /// ops_), and the step's span over them and its host tasks on the "step" track.
-  void trace_ops_from_events(const std::vector<std::pair<double, double>>& at);
+                  bool is_copy = false, cudaEvent_t end = nullptr);
+  /// --trace: the step's GPU ops from the backend's own timing (kernel stamps where `stamped[i]`,
+  /// else CUDA events; copies included), one event per op on its stream's track, placed by `at`
+  /// (ms since the step's start event, per op of ops_), and the step's span over them and its
+  /// host tasks on the "step" track.
+  void trace_ops_from_events(const std::vector<std::pair<double, double>>& at,
+                             const std::vector<char>& stamped);
 
   // ---- the reduce-scatter's gate (cuda_gate.cpp, docs/DESIGN.md §6)
   /// Mapped pinned [start ns, end ns, timed out] of one reduce-scatter: host and device pointers.
@@ -181,6 +186,10 @@ class CudaRank final : public RankBackend {
   /// The next free stamp slot of the step (a new mapped block when the step has used them all);
   /// allocates the gate flag on first use. Call before launching the gate.
   GateStamps next_gate_stamps();
+  /// The next kernel stamp slot of the step (docs/DESIGN.md §6), for the launch between
+  /// begin_gpu_op and end_gpu_op, which gives it to the op; null outside a step or when the step
+  /// has used every slot (the op is then timed by its events).
+  uint64_t* next_kernel_stamp();
   /// Allocates the mapped gate flag on first use.
   void ensure_gate_flag();
   /// Holds stream `s` (cuStreamWaitValue64 on the gate flag: the GPU's front end waits, no SM)
@@ -256,6 +265,14 @@ class CudaRank final : public RankBackend {
   std::vector<uint64_t> published_starts_;
   bool gate_timeout_warned_ = false;
   int hold_ops_ = -1;  // hold_stream: -1 not yet asked, 0 off, 1 on
+  // Kernel stamps: slot 0 the step's reference (%globaltimer at its start event), then one per
+  // stamped op; copied to mapped memory by a kernel at the step's end (cuda_step.cpp).
+  static constexpr int kKernelStampSlots = 8192;
+  DeviceMemory kernel_stamps_;
+  PinnedMemory kernel_stamps_host_;
+  uint64_t* kernel_stamps_host_dev_ = nullptr;
+  int stamps_used_ = 0;     // this step's slots, slot 0 included
+  int pending_stamp_ = -1;  // the slot next_kernel_stamp gave the op being issued
   // The hold's watchdog (cuda_gate.cpp): a hold older than kHoldWatchdogNs is released by it,
   // so that a launch which blocks on the device (a context synchronisation) cannot hang the run.
   std::atomic<uint64_t> hold_since_ns_{0};  // steady-clock ns of the pending hold; 0 none

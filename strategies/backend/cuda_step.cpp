@@ -75,9 +75,16 @@ void CudaRank::begin_step() {
   uint64_t zero = 0;  // resets the high watermark to the memory in use now
   SA_CUDA_CHECK(cudaMemPoolSetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &zero));
   pinned_peak_ = pinned_current_;
+  // Every kernel stamp unset (all ones), before the step's start: the streams are idle.
+  SA_CUDA_CHECK(
+      cudaMemsetAsync(kernel_stamps_.get(), 0xff, kernel_stamps_.bytes(), stream(Stream::compute)));
   // The step starts at one event on the compute stream that the other two streams wait for.
   step_start_ = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
+  // Slot 0: %globaltimer at the start event (the GPU is idle: microseconds after it), the
+  // reference that places the stamped ops on the events' clock.
+  launch_stamp(static_cast<uint64_t*>(kernel_stamps_.get()), stream(Stream::compute));
+  stamps_used_ = 1;
   step_host_t0_ = trace::Clock::now();  // the streams are drained: the event completes about now
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
@@ -103,7 +110,12 @@ StepMetrics CudaRank::end_step() {
     end = timing_.next();
     SA_CUDA_CHECK(cudaEventRecord(end, stream(Stream::compute)));
     in_step_ = false;
-    wait_event(end, comm_.get(), policy(), who("end_step"));
+    // After the end event: the copy of the stamps is not in the step's time.
+    launch_copy_stamps(kernel_stamps_host_dev_, static_cast<const uint64_t*>(kernel_stamps_.get()),
+                       2 * static_cast<uint64_t>(stamps_used_), stream(Stream::compute));
+    cudaEvent_t copied = marks_.next();
+    SA_CUDA_CHECK(cudaEventRecord(copied, stream(Stream::compute)));
+    wait_event(copied, comm_.get(), policy(), who("end_step"));
   } catch (...) {
     in_step_ = false;
     wait_error = std::current_exception();
@@ -114,16 +126,31 @@ StepMetrics CudaRank::end_step() {
   if (wait_error) std::rethrow_exception(wait_error);
   // Each op's interval on the event clock (ms since the step's start event): phase times, the
   // reduce-scatters' union against the compute stream's backward (exposed_comm_ms), the trace.
+  // A kernel's op by its stamp (its execution, as a profiler's kernel record), every other op
+  // (copies, NCCL, cuBLAS) by its events (docs/DESIGN.md §6).
   std::vector<Interval> at(ops_.size()), rs, compute;
+  std::vector<char> stamped(ops_.size(), 0);
+  const volatile uint64_t* stamps = static_cast<const uint64_t*>(kernel_stamps_host_.get());
+  const uint64_t ref_ns = stamps[0];
   float t0 = 0, t1 = 0;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const TimedOp& op = ops_[i];
-    SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
-    SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
-    at[i] = {t0, t1};
-    // As the event pair's own elapsed time (not t1 − t0): the figures stay those of before.
-    float ms = 0;
-    SA_CUDA_CHECK(cudaEventElapsedTime(&ms, op.start, op.end));
+    double ms = 0;
+    const uint64_t b = op.stamp > 0 ? stamps[2 * op.stamp] : kStampUnset;
+    const uint64_t e = op.stamp > 0 ? ~stamps[2 * op.stamp + 1] : 0;
+    if (b != kStampUnset && e != 0 && e >= b && b >= ref_ns && ref_ns != kStampUnset) {
+      at[i] = {(b - ref_ns) * 1e-6, (e - ref_ns) * 1e-6};
+      ms = (e - b) * 1e-6;
+      stamped[i] = 1;
+    } else {
+      SA_CUDA_CHECK(cudaEventElapsedTime(&t0, step_start_, op.start));
+      SA_CUDA_CHECK(cudaEventElapsedTime(&t1, step_start_, op.end));
+      at[i] = {t0, t1};
+      // As the event pair's own elapsed time (not t1 − t0): the figures stay those of before.
+      float ev = 0;
+      SA_CUDA_CHECK(cudaEventElapsedTime(&ev, op.start, op.end));
+      ms = ev;
+    }
     m_.phase_ms[static_cast<int>(op.phase)] += ms;
     if (op.phase == Phase::reduce_scatter) {
       m_.nccl_ms += ms;
@@ -143,7 +170,7 @@ StepMetrics CudaRank::end_step() {
   m_.peak_pinned_bytes = pinned_peak_;
   m_.accounted_h2d_bytes = m_.h2d_bytes;
   m_.accounted_d2h_bytes = m_.d2h_bytes;
-  if (trace::current()) trace_ops_from_events(at);
+  if (trace::current()) trace_ops_from_events(at, stamped);
   if (auto* c = world_.collector()) {
     // Every stream is idle: the window holds all of the step's records, none of the oracle's.
     const uint64_t t_end = c->now();
@@ -176,7 +203,8 @@ StepMetrics CudaRank::end_step() {
   return m_;
 }
 
-void CudaRank::trace_ops_from_events(const std::vector<Interval>& at) {
+void CudaRank::trace_ops_from_events(const std::vector<Interval>& at,
+                                     const std::vector<char>& stamped) {
   const trace::ThreadTrace* tt = trace::current();
   const auto host_time = [&](double ms) {
     return step_host_t0_ + std::chrono::duration_cast<trace::Clock::duration>(
@@ -188,7 +216,8 @@ void CudaRank::trace_ops_from_events(const std::vector<Interval>& at) {
     if (first == trace::Clock::time_point{} || b < first) first = b;
     last = std::max(last, e);
     tt->complete(stream_name(ops_[i].stream) + std::string(" stream"), phase_name(ops_[i].phase),
-                 trace::track::kGpuOpCategory, b, e, {{"source", "CUDA events"}});
+                 trace::track::kGpuOpCategory, b, e,
+                 {{"source", stamped[i] ? "kernel stamps" : "CUDA events"}});
   }
   if (first == trace::Clock::time_point{}) return;  // a step without GPU work or host tasks
   tt->complete(trace::track::kGpuStep, "step " + std::to_string(tt->step) + " " + tt->case_name,
