@@ -63,8 +63,8 @@ double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
   // Per sync, the roundings of the division's passes (an exact quotient adds none when the sums
   // are exact; with rounding sums every pass is counted).
   double per_sync = 0;
-  if (d.pre_pass && (!exact || !power_of_two(d.pre))) per_sync += ug + u32 + n * ur;
-  if (d.op == ReduceOp::avg && (!exact || !power_of_two(n))) per_sync += (n + 1) * ur + u32;
+  if (d.pre_pass && (!exact || !power_of_two(d.pre))) per_sync += ug + u32 + (n - 1) * ur;
+  if (d.op == ReduceOp::avg && (!exact || !power_of_two(n))) per_sync += n * ur + u32;
   if (d.post_pass && (!exact || !power_of_two(d.post))) per_sync += ur + u32;
   if (per_sync > 0) per_sync += ua;  // the inexact quotients' add into the saved shard
   // In this order `end`'s figures are those of before the other divisions existed.

@@ -39,8 +39,8 @@ bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
 /// dtype. Otherwise each of the K*N-1 additions in the reduce dtype and the K-1 additions in the
 /// accum dtype may round (Higham's gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2
 /// of headroom. The other divisions add, per sync (counted K times), each pass by a factor that
-/// is not a power of two: pre u_g + u_32 (1/factor is an fp32) and the N-way sum of the quotients
-/// N*u_r; avg (N+1)*u_r + u_32 (NCCL premultiplies by 1/N, then sums); post u_r + u_32; and,
+/// is not a power of two: pre u_g + u_32 (1/factor is an fp32) and the N-1 adds of the quotients
+/// (N-1)*u_r; avg N*u_r + u_32 (NCCL premultiplies by 1/N, then sums); post u_r + u_32; and,
 /// once a quotient is inexact, the K adds of the saved shard K*u_a. With exact sums and only
 /// power-of-two factors (world 1, 2, 4, 8) nothing rounds: the bound stays `end`'s.
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
