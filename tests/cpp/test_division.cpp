@@ -5,8 +5,10 @@
 
 #include <utility>
 
+#include "common/errors.hpp"
 #include "faulty_backend.hpp"
 #include "strategies/default_matrix.hpp"
+#include "strategies/step_driver.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
@@ -178,6 +180,55 @@ TEST(Division, DividingTwiceIsWrong) {
       EXPECT_GT(o.max_rel_err, 0.3) << division << " world " << world;
     }
   }
+}
+
+// A rank whose division pass on the comm stream fails once (a planted BackendError).
+class FailingPassRank final : public testing::ForwardingRank {
+ public:
+  FailingPassRank(RankBackend& inner, bool& armed) : ForwardingRank(inner), armed_(armed) {}
+  void scale(Buffer& d, double f, Stream s) override {
+    if (armed_ && s == Stream::comm) throw BackendError("planted division failure");
+    in_.scale(d, f, s);
+  }
+
+ private:
+  bool& armed_;
+};
+
+// Rank 1's pre-division fails before the first reduce-scatter: it still joins the collectives,
+// the agreement ends the step with its message there and PeerFailure on rank 0; no hang, and the
+// next step is correct.
+TEST(Division, AFailedPassIsAgreedAndTheRankStillJoinsTheCollective) {
+  bool armed = true;
+  testing::WrappedBackend be(2, [&](RankBackend& r) -> std::unique_ptr<RankBackend> {
+    if (r.rank() == 1) return std::make_unique<FailingPassRank>(r, armed);
+    return std::make_unique<testing::ForwardingRank>(r);
+  });
+  StrategySpec s;
+  s.division = "pre";
+  const CasePlan plan{make_layout({1009, 64}),
+                      parse_schedule("SSSS", 4),
+                      s,
+                      parse_dtype_triple("fp32-fp32-fp32"),
+                      GenMode::dyadic,
+                      5,
+                      "t"};
+  std::vector<std::string> outcome(2);
+  be.run([&](RankBackend& r) {
+    StepDriver driver(r, plan);
+    try {
+      driver.run_step(0, false, nullptr);
+      outcome[r.rank()] = "ok";
+    } catch (const PeerFailure&) {
+      outcome[r.rank()] = "peer";
+    } catch (const AccumulationError& e) {
+      outcome[r.rank()] = e.what();
+    }
+  });
+  EXPECT_EQ(outcome[0], "peer");
+  EXPECT_NE(outcome[1].find("planted division failure"), std::string::npos) << outcome[1];
+  armed = false;
+  EXPECT_TRUE(run_two_steps(be, plan).correct);
 }
 
 }  // namespace
