@@ -44,7 +44,8 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     for (int w = 0; w < s.warmup; ++w) runner.step(step++, false);
     CaseTotals t(
         spec.world_size);  // the max over ranks and every rank's own (gathered across processes)
-    CaseVerdict verdict(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size);
+    CaseVerdict verdict(spec.dtypes, spec.gen, spec.schedule.k(), spec.world_size,
+                        division_steps(spec.strategy.division, spec.world_size));
     for (auto _ : st) {
       // The check runs after the step's end_step (StepDriver::run_step): outside its timed window.
       const bool check = checks_step(s.check, t.steps, s.steps);

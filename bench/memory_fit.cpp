@@ -136,7 +136,8 @@ std::optional<std::string> fit_problem(const CaseSpec& c, const Prediction& mode
     CaseSpec half = c;
     half.dtypes = parse_dtype_triple(d);
     if (half.dtypes.name() == c.dtypes.name() ||
-        !oracle_resolves(half.dtypes, c.gen, c.schedule.k(), c.world_size))  // it would be refused
+        !oracle_resolves(half.dtypes, c.gen, c.schedule.k(), c.world_size,
+                         division_steps(c.strategy.division, c.world_size)))  // refused
       continue;
     const Need nd = need_of(half, b, b.ranks_per_process);
     if (fits(nd, b)) would.push_back(std::string("--dtype ") + d + " (" + per_rank(nd, b) + ")");

@@ -28,12 +28,13 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
       throw CliError("case " + c.name() +
                      " is listed twice: remove the repeated value from its axis flag");
     const int k = c.schedule.k();
-    if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size))
+    const DivisionSteps div = division_steps(c.strategy.division, c.world_size);
+    if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size, div))
       throw CliError("--dtype " + c.dtypes.name() + " with --gen " +
                      (c.gen == GenMode::dyadic ? "dyadic" : "random") + ", K=" + std::to_string(k) +
                      ", world size " + std::to_string(c.world_size) +
                      ": the oracle's error bound (" +
-                     std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size)) +
+                     std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size, div)) +
                      ") is too loose to tell a lost micro-batch (error about " +
                      std::to_string(std::sqrt(1.0 / k)) +
                      ", or 1/K on a unit of a few elements) from rounding; use --dtype "

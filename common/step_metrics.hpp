@@ -17,6 +17,9 @@ struct StepMetrics {
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
   /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
   uint64_t accumulate_bytes = 0, cpu_add_bytes = 0;
+  /// Bytes read + written by the division axis's passes (RankBackend::scale), on the device and on
+  /// the host (an offloaded shard's `end`).
+  uint64_t division_device_bytes = 0, division_host_bytes = 0;
   /// With a CUPTI collector: h2d_bytes/d2h_bytes are CUPTI's MEMCPY records of the step, the
   /// backend's own accounting stays in accounted_*; kernel times are CUPTI's (else 0).
   bool bytes_from_cupti = false;
@@ -38,7 +41,8 @@ struct StepMetrics {
     for (int p = 0; p < kPhaseCount; ++p) phase_ms[p] = op(phase_ms[p], o.phase_ms[p]);
     for (auto f : {&StepMetrics::h2d_bytes, &StepMetrics::d2h_bytes, &StepMetrics::nccl_input_bytes,
                    &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
-                   &StepMetrics::cpu_add_bytes, &StepMetrics::accounted_h2d_bytes,
+                   &StepMetrics::cpu_add_bytes, &StepMetrics::division_device_bytes,
+                   &StepMetrics::division_host_bytes, &StepMetrics::accounted_h2d_bytes,
                    &StepMetrics::accounted_d2h_bytes})
       this->*f = op(this->*f, o.*f);
     for (auto f :

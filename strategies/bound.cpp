@@ -45,6 +45,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const std::string& name = plan.strategy.offload;
+  const DivisionSteps div = division_steps(plan.strategy.division, n);
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
   std::vector<bool> grad_alive(units, false);
@@ -64,7 +65,9 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       const uint64_t rs_copy = n == 1 ? padded * bg + shard * br : 0;  // NCCL's copy in -> out
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const SyncCost c = offload->predicted(add, shard, plan.dtypes);
-      const SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);
+      SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);
+      // The division's device passes of this sync (pre on the gradient, post on the output).
+      s.device += (div.pre_pass ? 2 * padded * bg : 0) + (div.post_pass ? 2 * shard * br : 0);
       w.device += rs_copy + s.device;
       w.host += s.host;
       if (c.new_saved)
@@ -81,7 +84,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   }
   // Division `end`: one pass (read + write) over every saved shard, where it lives; after the last
   // sync of the unit, so unit 0's is on the critical path too.
-  if (plan.strategy.division == "end") {
+  if (div.at_end) {
     for (size_t ui = 0; ui < units; ++ui) {
       if (!saved[ui].present) continue;
       const uint64_t pass = 2 * saved[ui].numel * ba;

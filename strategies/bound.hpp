@@ -15,7 +15,7 @@ namespace shardaccum {
 struct BoundWork {
   uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict)
   uint64_t host = 0;          // CPU adds (src + 2 * dst each) + the host division's pass (r + w)
-  uint64_t device = 0;        // generator, accumulate and convert kernels, device division, and
+  uint64_t device = 0;        // generator, accumulate and convert kernels, device divisions, and
                               // the world-1 reduce-scatter copy (in + out)
   uint64_t link = 0;          // reduce-scatter input at world >= 2 (0 at world 1)
   double flops = 0;           // the GEMM backward's (0 with synthetic)
@@ -28,10 +28,11 @@ struct BoundWork {
 
 /// The bytes and FLOPs of `plan` on one of `world_size` ranks. Walks the schedule as predict does
 /// (mode tracking and the offload policy decide add or start per sync); the offload values none,
-/// copy, gpu-add, cpu-add and the division `end` are counted; a value it does not know adds only
-/// its copies (from predict): a smaller figure, so the bound stays a lower bound. GEMM operand
-/// traffic is not counted for the same reason. Throws std::invalid_argument for an unknown axis
-/// value.
+/// copy, gpu-add, cpu-add and every division's passes (DivisionSteps: pre and post on the device
+/// every sync, `end` once where the shard lives) are counted; an offload value it does not know
+/// adds only its copies (from predict): a smaller figure, so the bound stays a lower bound. GEMM
+/// operand traffic is not counted for the same reason. Throws std::invalid_argument for an unknown
+/// axis value.
 BoundWork bound_work(const CasePlan& plan, int world_size);
 
 /// One term of the bound, in ms.

@@ -16,6 +16,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const AxisArgs args{units, plan.dtypes};
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
+  const DivisionSteps div = division_steps(plan.strategy.division, n);
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
 
@@ -55,6 +56,8 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       bump();
       p.nccl_input_bytes += padded * bg;
       ++p.reduce_scatter_calls;
+      if (div.pre_pass) p.division_device_bytes += 2 * padded * bg;
+      if (div.post_pass) p.division_device_bytes += 2 * shard * br;
       in_flight.push_back(padded * bg);  // freed when the compute stream waits for its RS
       grad_alive[ui] = false;
       if (ahead == Lookahead::zero) retire(0);
@@ -94,7 +97,12 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     }
     retire(0);  // a micro-batch with syncs ends with the compute stream waiting for all of them
   }
-  for (uint32_t u = 0; u < units; ++u) mode->finalized(u);
+  for (uint32_t u = 0; u < units; ++u) {
+    if (div.at_end && saved[u].present)
+      (saved[u].space == MemSpace::pinned_host ? p.division_host_bytes : p.division_device_bytes) +=
+          2 * saved[u].numel * ba;
+    mode->finalized(u);
+  }
   return p;
 }
 

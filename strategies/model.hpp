@@ -17,6 +17,10 @@ struct Prediction {
   uint64_t peak_device_bytes =
       0;  // unsharded gradients alive or in flight at once + out + staging + device saved
   uint64_t peak_pinned_bytes = 0;  // saved for every unit + staging
+  /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre) and 2 * (P_u/N) * b_r
+  /// (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives (host when
+  /// offloaded). In place: no term of the peaks.
+  uint64_t division_device_bytes = 0, division_host_bytes = 0;
 };
 
 /// Walks the schedule as the step driver does (the unsharded gradients held per the strategy's

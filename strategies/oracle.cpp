@@ -47,15 +47,37 @@ bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size) {
                       : terms * dyadic_range(t, k, world_size) <= 256;
 }
 
-double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size) {
-  const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce);
-  const double roundings =
-      sums_exact(t, gen, k, world_size) ? ua : k * world_size * ur + k * ua + ua;
+namespace {
+bool power_of_two(double f) {
+  int e = 0;
+  return std::frexp(f, &e) == 0.5;
+}
+}  // namespace
+
+double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
+                   const DivisionSteps& d) {
+  const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce),
+               ug = unit_roundoff(t.grad), u32 = unit_roundoff(DType::fp32);
+  const double n = world_size;
+  const bool exact = sums_exact(t, gen, k, world_size);
+  // Per sync, the roundings of the division's passes (an exact quotient adds none when the sums
+  // are exact; with rounding sums every pass is counted).
+  double per_sync = 0;
+  if (d.pre_pass && (!exact || !power_of_two(d.pre))) per_sync += ug + u32 + (n - 1) * ur;
+  if (d.op == ReduceOp::avg && (!exact || !power_of_two(n))) per_sync += n * ur + u32;
+  if (d.post_pass && (!exact || !power_of_two(d.post))) per_sync += ur + u32;
+  if (per_sync > 0) per_sync += ua;  // the inexact quotients' add into the saved shard
+  // In this order `end`'s figures are those of before the other divisions existed.
+  double roundings = exact ? 0 : k * n * ur + k * ua;
+  if (d.at_end) roundings += ua;
+  roundings += k * per_sync;
+  if (roundings == 0) roundings = ua;  // as `end`'s: the same bound where nothing rounds
   return 2.0 * roundings;  // x2: the norm-wise error of per-element bounds, with headroom
 }
 
-bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size) {
-  const double bound = error_bound(t, gen, k, world_size);
+bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size,
+                     const DivisionSteps& d) {
+  const double bound = error_bound(t, gen, k, world_size, d);
   if (sums_exact(t, gen, k, world_size) && bound >= 0.25 / k) return false;  // a witness's 1/K
   return bound < 0.5 * std::sqrt(1.0 / k);
 }

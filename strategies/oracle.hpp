@@ -9,6 +9,7 @@
 #include "common/dtype.hpp"
 #include "common/gradient_gen.hpp"
 #include "common/shard_check.hpp"
+#include "strategies/division/division_steps.hpp"
 
 namespace shardaccum {
 
@@ -34,16 +35,23 @@ uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size);
 bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
 
 /// Error bound for the relative error, from the number of roundings (docs/DESIGN.md §5). Exact sums
-/// leave one rounding: the division by N in the accum dtype. Otherwise each of the K*N-1
-/// additions in the reduce dtype and the K-1 additions in the accum dtype may round (Higham's
-/// gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2 of headroom.
-double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size);
+/// with the division `end` (the default `d`) leave one rounding: the division by N in the accum
+/// dtype. Otherwise each of the K*N-1 additions in the reduce dtype and the K-1 additions in the
+/// accum dtype may round (Higham's gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2
+/// of headroom. The other divisions add, per sync (counted K times), each pass by a factor that
+/// is not a power of two: pre u_g + u_32 (1/factor is an fp32) and the N-1 adds of the quotients
+/// (N-1)*u_r; avg N*u_r + u_32 (NCCL premultiplies by 1/N, then sums); post u_r + u_32; and,
+/// once a quotient is inexact, the K adds of the saved shard K*u_a. With exact sums and only
+/// power-of-two factors (world 1, 2, 4, 8) nothing rounds: the bound stays `end`'s.
+double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
+                   const DivisionSteps& d = kDivideAtEnd);
 
 /// Whether the oracle can tell a lost micro-batch from rounding. With random data one lost of K
 /// gives about sqrt(1/K); at a witness element (gradient_gen.hpp) of a tiny unit exactly 1/K in
 /// dyadic mode. So a case resolves when bound < 0.5 * sqrt(1/K), and with exact sums also
 /// bound < 0.25 / K (fp32 accumulation always; a bf16 accumulator, bound 2^-7, for K < 32).
-bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size);
+bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size,
+                     const DivisionSteps& d = kDivideAtEnd);
 
 /// `correct`: the error within the bound (the whole and every unit), nothing NaN or Inf, padding
 /// exactly zero.
@@ -55,8 +63,9 @@ bool is_correct(const OracleResult& r, double bound);
 /// is correct (is_correct); max_rel_err is the max over them (infinity for a NaN or Inf error).
 class CaseVerdict {
  public:
-  CaseVerdict(const DTypeTriple& dtypes, GenMode gen, int k, int world_size)
-      : bound_(error_bound(dtypes, gen, k, world_size)) {}
+  CaseVerdict(const DTypeTriple& dtypes, GenMode gen, int k, int world_size,
+              const DivisionSteps& d = kDivideAtEnd)
+      : bound_(error_bound(dtypes, gen, k, world_size, d)) {}
   /// One checked step: the OracleResult of every rank (an empty vector is ignored).
   void add(const std::vector<OracleResult>& per_rank);
   bool correct() const { return checked_steps_ > 0 && all_correct_; }

@@ -102,7 +102,19 @@ void StepDriver::sync(UnitGrad& u, int mb) {
   {
     nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
     be_.wait(Stream::comm, be_.record(Stream::compute));
-    be_.reduce_scatter(out, u.grad);
+    // The division's passes (docs/DESIGN.md §3) on the comm stream; a failure is agreed at the
+    // next agreement and this rank still joins the collective.
+    const auto guarded = [this](const auto& pass) {
+      if (!pending_error_.empty()) return;
+      try {
+        pass();
+      } catch (const std::exception& e) {
+        pending_error_ = e.what();
+      }
+    };
+    guarded([&] { strategy_.before_reduce_scatter(be_, u.grad); });
+    be_.reduce_scatter(out, u.grad, strategy_.reduce_op(be_.world_size()));
+    guarded([&] { strategy_.after_reduce_scatter(be_, out); });
     in_flight_.push_back({std::move(u.grad), be_.record(Stream::comm)});
     u.grad.reset();  // after an S the unsharded gradient is gone from the unit (held until retired)
   }

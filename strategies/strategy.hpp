@@ -80,8 +80,17 @@ class AccumulationStrategy {
   void prepare_backward(UnitGrad& u, int mb, MicroBatchMode mode);
   /// THE variable part: fold the reduce-scatter result `out` into the saved shard.
   void accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb);
-  /// Make the saved shard the mean over ranks (the division axis); then it is ready for the
-  /// optimizer.
+  /// The division axis at a sync: before the reduce-scatter (on the unsharded gradient), its
+  /// reduction, and after it (on its output); see Division.
+  void before_reduce_scatter(RankBackend& be, Buffer& grad) const {
+    division_->before_reduce_scatter(be, grad);
+  }
+  ReduceOp reduce_op(int world_size) const { return division_->steps(world_size).op; }
+  void after_reduce_scatter(RankBackend& be, Buffer& out) const {
+    division_->after_reduce_scatter(be, out);
+  }
+  /// Make the saved shard the mean over ranks (the division axis `end`); then it is ready for
+  /// the optimizer.
   void finalize(RankBackend& be, UnitGrad& u);
 
  private:

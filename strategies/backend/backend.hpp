@@ -47,6 +47,10 @@ struct MemorySnapshot {
 /// The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
 uint64_t process_rss_bytes() noexcept;
 
+/// The reduction of a reduce-scatter: the sum, or the sum divided by the world size (NCCL's
+/// ncclAvg, FSDP2's ReduceOp.AVG for fp32/bf16; the division axis's `collective`).
+enum class ReduceOp : uint8_t { sum, avg };
+
 /// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
 class RankBackend : public BufferOwner {
  public:
@@ -63,7 +67,8 @@ class RankBackend : public BufferOwner {
   virtual void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) = 0;
   /// dst = src converted to dst's dtype, both on the device (not a counted copy).
   virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
-  /// dst *= factor in dst's space (finalize: divide by N once).
+  /// dst *= factor in dst's space (the division axis: finalize phase). Counted in
+  /// StepMetrics::division_device_bytes or division_host_bytes (read + write) by dst's space.
   virtual void scale(Buffer& dst, double factor, Stream s) = 0;
   /// Synthetic backward: grad = g(...) or, with `accumulate`, grad += g(...). Elements at index
   /// >= key.numel (the padding) are written as zero.
@@ -75,9 +80,10 @@ class RankBackend : public BufferOwner {
   /// holds X, dY, dX and cuBLAS's workspace (gemm_workspace_numel). Host backend: BackendError.
   virtual void gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t tokens, bool tf32,
                              Buffer& workspace, Stream s) = 0;
-  /// NCCL-style reduce-scatter with SUM in the input's dtype: out (numel/N) = this rank's shard.
-  /// A collective: every rank calls it in the same order.
-  virtual void reduce_scatter(Buffer& out, const Buffer& in) = 0;
+  /// NCCL-style reduce-scatter in the input's dtype: out (numel/N) = this rank's shard of the sum
+  /// over ranks, divided by N when `op` is avg. A collective: every rank calls it in the same
+  /// order with the same op.
+  virtual void reduce_scatter(Buffer& out, const Buffer& in, ReduceOp op = ReduceOp::sum) = 0;
 
   virtual Event record(Stream s) = 0;
   virtual void wait(Stream waiter, Event e) = 0;

@@ -94,8 +94,10 @@ void CudaRank::scale(Buffer& dst, double factor, Stream s) {
     cudaEvent_t start = begin_gpu_op(si, {{&dst, true}});
     launch_scale(dst.data(), dst.dtype(), dst.numel(), f, stream(s), next_kernel_stamp());
     end_gpu_op(si, Phase::finalize, start, {{&dst, true}});
+    if (in_step_) m_.division_device_bytes += 2 * dst.bytes();
     return;
   }
+  if (in_step_) m_.division_host_bytes += 2 * dst.bytes();
   host_op(l, Phase::finalize, {{&dst, true}}, "scale", [&] {
     // NVTX only, as the CPU add's: nsys joins the step's host tasks into its step.
     nvtx::PhaseRange range(Phase::finalize, dst.bytes(), rank_, false);
@@ -114,7 +116,7 @@ void CudaRank::generate(Buffer& grad, const GradKey& key, bool accumulate, Strea
   end_gpu_op(si, Phase::backward, start, {{&grad, true}});
 }
 
-void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
+void CudaRank::reduce_scatter(Buffer& out, const Buffer& in, ReduceOp op) {
   set_device(device_);
   Lock l(mu_);
   in_space(in, MemSpace::device, "reduce_scatter", "input");
@@ -143,8 +145,9 @@ void CudaRank::reduce_scatter(Buffer& out, const Buffer& in) {
   cudaEvent_t start = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(start, cs));
   ++collectives_;  // before the call: a rank that fails inside it still counts as having joined
-  const ncclResult_t r = ncclReduceScatter(in.data(), out.data(), out.numel(),
-                                           nccl_type(in.dtype()), ncclSum, comm_.get(), cs);
+  const ncclResult_t r =
+      ncclReduceScatter(in.data(), out.data(), out.numel(), nccl_type(in.dtype()),
+                        op == ReduceOp::avg ? ncclAvg : ncclSum, comm_.get(), cs);
   if (r == ncclInProgress)
     settle(comm_.get(), policy(), who("ncclReduceScatter"));
   else if (r != ncclSuccess)

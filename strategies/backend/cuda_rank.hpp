@@ -72,7 +72,7 @@ class CudaRank final : public RankBackend {
   void generate(Buffer& grad, const GradKey& key, bool accumulate, Stream s) override;
   void gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t tokens, bool tf32,
                      Buffer& workspace, Stream s) override;  // cuda_gemm.cpp
-  void reduce_scatter(Buffer& out, const Buffer& in) override;
+  void reduce_scatter(Buffer& out, const Buffer& in, ReduceOp op = ReduceOp::sum) override;
   Event record(Stream s) override;
   void wait(Stream waiter, Event e) override;
   void host_wait(Event e) override;

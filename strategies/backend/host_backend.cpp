@@ -161,6 +161,8 @@ class HostRank final : public RankBackend {
     const DType t = dst.dtype();
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) detail::store(d, t, i, detail::load(d, t, i) * f);
+    (dst.space() == MemSpace::device ? m_.division_device_bytes : m_.division_host_bytes) +=
+        2 * dst.bytes();
     const char* track = dst.space() == MemSpace::device ? trace::track::of(s) : trace::track::kHost;
     done(Phase::finalize, t0, track, "scale", dst.bytes());
   }
@@ -187,7 +189,7 @@ class HostRank final : public RankBackend {
                        ": --backward gemm runs cuBLAS GEMMs and needs the cuda backend");
   }
 
-  void reduce_scatter(Buffer& out, const Buffer& in) override {
+  void reduce_scatter(Buffer& out, const Buffer& in, ReduceOp op = ReduceOp::sum) override {
     expect_in(in, MemSpace::device, "reduce_scatter", "input");
     expect_in(out, MemSpace::device, "reduce_scatter", "output");
     if (in.dtype() != out.dtype() || in.numel() != out.numel() * world_)
@@ -197,13 +199,15 @@ class HostRank final : public RankBackend {
     rv_->inputs[rank_] = &in;
     rv_->arrive("reduce_scatter");
     // Sum in fp32 in rank order, round once to the reduce dtype (NCCL's bf16 sum may round per
-    // hop; with the oracle's dyadic values both are exact).
+    // hop; with the oracle's dyadic values both are exact). avg: that sum divided by N in fp32
+    // before the one rounding (NCCL premultiplies by 1/N; the oracle's bound covers both).
     const uint64_t n = out.numel(), off = n * rank_;
+    const bool avg = op == ReduceOp::avg;
     for (uint64_t j = 0; j < n; ++j) {
       float s = 0;
       for (int r = 0; r < world_; ++r)
         s += detail::load(rv_->inputs[r]->data(), in.dtype(), off + j);
-      detail::store(out.data(), out.dtype(), j, s);
+      detail::store(out.data(), out.dtype(), j, avg ? s / static_cast<float>(world_) : s);
     }
     rv_->arrive("reduce_scatter");  // no rank frees its input before every rank has read its shard
     m_.nccl_input_bytes += in.bytes();

@@ -1,12 +1,15 @@
 // Division `end`: the sum is reduce-scattered as is and divided by N once, on the finished saved
-// shard (the shared path, Division::finalize). Idealised: one rounding in the accum dtype, but on
-// an offloaded shard a pass of the host over every byte at the end of the step.
+// shard (Division::finalize). Idealised: one rounding in the accum dtype, but on an offloaded
+// shard a pass of the host over every byte at the end of the step.
 #include "strategies/division/division.hpp"
 
 namespace shardaccum {
 namespace {
 
-class DivideAtEnd final : public Division {};
+class DivideAtEnd final : public Division {
+ public:
+  DivisionSteps steps(int) const override { return kDivideAtEnd; }
+};
 
 }  // namespace
 

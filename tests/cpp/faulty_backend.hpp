@@ -1,8 +1,9 @@
 #pragma once
 // Test only (never linked into shardaccum_bench): a backend that wraps the host backend and makes
 // the strategy's result wrong on chosen steps. Strategies never see the step index, so the fault
-// sits in the one call every strategy makes once per unit and step: finalize's divide by N
-// (RankBackend::scale), doubled on a faulty step, which leaves each shard 2x the exact sum / N.
+// sits in the one call every strategy with the division `end` (the default) makes once per unit
+// and step: finalize's divide by N (RankBackend::scale), doubled on a faulty step, which leaves
+// each shard 2x the exact sum / N.
 #include <functional>
 #include <memory>
 #include <vector>

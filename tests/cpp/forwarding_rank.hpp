@@ -28,7 +28,9 @@ class ForwardingRank : public RankBackend {
                      Stream s) override {
     in_.gemm_backward(g, u, t, tf32, w, s);
   }
-  void reduce_scatter(Buffer& o, const Buffer& i) override { in_.reduce_scatter(o, i); }
+  void reduce_scatter(Buffer& o, const Buffer& i, ReduceOp op = ReduceOp::sum) override {
+    in_.reduce_scatter(o, i, op);
+  }
   Event record(Stream s) override { return in_.record(s); }
   void wait(Stream w, Event e) override { in_.wait(w, e); }
   void host_wait(Event e) override { in_.host_wait(e); }

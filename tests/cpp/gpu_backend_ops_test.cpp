@@ -1,6 +1,8 @@
 // The cuda backend's operations against their obvious results (label gpu): context, generate and
 // reduce-scatter, adds and conversions, counted copies, errors, peaks, pinned accounting, the
 // check.
+#include <cmath>
+
 #include "gpu_backend_fixture.hpp"
 
 namespace shardaccum {
@@ -40,6 +42,35 @@ TEST_F(CudaBackendTest, WorldSizeBeyondTheGpusIsAClearError) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--world-size"), std::string::npos) << e.what();
   }
+}
+
+// ReduceOp::avg (NCCL ncclAvg, the division `collective`): the shard is the sum over ranks / N;
+// dyadic values sum exactly, so only the division rounds (none at a power-of-two N).
+TEST_F(CudaBackendTest, ReduceScatterAvgIsTheSumOverN) {
+  const uint64_t numel = 100'003;
+  be().run([&](RankBackend& rb) {
+    const int n = rb.world_size();
+    const uint64_t padded = padded_numel(numel, n), shard = padded / n;
+    Buffer grad = rb.allocate(MemSpace::device, DType::fp32, padded, Stream::compute);
+    const GradKey key{9, 1, 0, static_cast<uint32_t>(rb.rank()), 2, numel, GenMode::dyadic};
+    rb.generate(grad, key, false, Stream::compute);
+    Buffer out = rb.allocate(MemSpace::device, DType::fp32, shard, Stream::comm);
+    rb.reduce_scatter(out, grad, n > 1 ? ReduceOp::avg : ReduceOp::sum);
+    grad.reset();
+    const std::vector<float> got = read(rb, out);
+    uint64_t wrong = 0;
+    for (uint64_t j = 0; j < shard; ++j) {
+      double sum = 0;
+      for (int r = 0; r < n; ++r) {
+        GradKey k = key;
+        k.rank = r;
+        sum += grad_value(k, shard * rb.rank() + j);
+      }
+      const double want = sum / n;  // NCCL premultiplies by 1/N: within 2 fp32 roundings
+      if (std::abs(got[j] - want) > 0x1p-22 * std::abs(want)) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << rb.rank();
+  });
 }
 
 // generate on every rank, reduce_scatter: the shard is the exact sum of the ranks' gradients, in

@@ -83,6 +83,38 @@ TEST_P(GpuMatrix, OutcomeBytesAndHostBackendFollowTheDesign) {
 INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuMatrix, ::testing::Values(1, 2),
                          [](const auto& i) { return "world" + std::to_string(i.param); });
 
+class GpuDivision : public ::testing::TestWithParam<int> {};
+
+// The division values on the cuda backend (ncclAvg, the passes on the comm stream): the design's
+// verdict, the host backend's error, and the division's device and host bytes the model's.
+TEST_P(GpuDivision, EachValueIsCorrectAndItsPassesTheModels) {
+  const int world = GetParam();
+  REQUIRE_GPUS(world);
+  auto be = cuda_world(world);
+  auto host = make_host_backend({world, 4});
+  const Layout layout = testing::make_layout({1, 1009, 300007});
+  for (const char* division : {"collective", "pre-post", "pre", "end"})
+    for (const char* offload : {"none", "cpu-add", "gpu-add"})
+      for (const char* modes : {"SSSS", "nnnS", "nSnS"}) {
+        StrategySpec s;
+        s.offload = offload;
+        s.division = division;
+        const Schedule sched = parse_schedule(modes, 4);
+        const CasePlan plan{layout,          sched, s,  parse_dtype_triple("fp32-fp32-fp32"),
+                            GenMode::dyadic, 5,     "t"};
+        SCOPED_TRACE(s.name() + " schedule " + modes);
+        const auto o = testing::run_two_steps(*be, plan);
+        const auto h = testing::run_two_steps(*host, plan);
+        EXPECT_EQ(o.correct, testing::design_says_correct(s, sched)) << o.max_rel_err;
+        EXPECT_NEAR(o.max_rel_err, h.max_rel_err, 1e-9 * std::max(1.0, h.max_rel_err));
+        EXPECT_EQ(o.measured.division_device_bytes, o.model.division_device_bytes);
+        EXPECT_EQ(o.measured.division_host_bytes, o.model.division_host_bytes);
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneAndTwoGpus, GpuDivision, ::testing::Values(1, 2),
+                         [](const auto& i) { return "world" + std::to_string(i.param); });
+
 /// A rank whose D2H copies are issued twice: a strategy with one copy too many.
 class ExtraCopyRank final : public testing::ForwardingRank {
  public:

@@ -164,6 +164,22 @@ TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndAChosenOneIsAlwaysNamed) {
   EXPECT_EQ(axes({"--lookahead", "all"}).strategies.size(), 3 * axes({}).strategies.size());
 }
 
+// --division (docs/DESIGN.md §3): a list or all multiplies the strategies; `end`, the default,
+// stays out of the names, the others add /division:D.
+TEST(DivisionAxis, ValuesMultiplyTheStrategiesAndOnlyTheDefaultIsUnnamed) {
+  const MatrixAxes a = axes({"--binding", "data", "--offload", "none", "--mode", "flag",
+                             "--division", "collective,pre-post,pre,end"});
+  ASSERT_EQ(a.strategies.size(), 4u);
+  EXPECT_EQ(a.strategies[0].name(), "binding:data/offload:none/mode:flag/division:collective");
+  EXPECT_EQ(a.strategies[1].name(), "binding:data/offload:none/mode:flag/division:pre-post");
+  EXPECT_EQ(a.strategies[2].name(), "binding:data/offload:none/mode:flag/division:pre");
+  EXPECT_EQ(a.strategies[3].name(), "binding:data/offload:none/mode:flag");
+  EXPECT_EQ(axes({"--division", "all"}).strategies.size(), 4 * axes({}).strategies.size());
+  const std::string m = cli_error({"--division", "twice"});
+  EXPECT_NE(m.find("--division: unknown value 'twice'"), std::string::npos) << m;
+  EXPECT_NE(m.find("pre-post"), std::string::npos) << m;
+}
+
 TEST(LookaheadAxis, AnUnknownValueNamesTheFlagAndTheValues) {
   const std::string m = cli_error({"--lookahead", "2"});
   EXPECT_NE(m.find("--lookahead: unknown value '2'"), std::string::npos) << m;

@@ -61,6 +61,26 @@ TEST(Bound, GpuAddOnOneH200IsItsD2hAtTheCopyCeiling) {
   EXPECT_NEAR(term(b, "critical path"), 4.863, 0.001);
 }
 
+// The same case with the other divisions: the host's division pass (2 * 8 MiB) is gone; `pre`
+// adds its pass over each unsharded gradient every sync, 4 S * 2 units * (r + w) 4 MiB = 64 MiB,
+// unit 0's last one (8 MiB) after the last backward; FSDP1's and FSDP2's have none at world 1.
+TEST(Bound, DivisionsMoveThePassToTheDeviceOrDropIt) {
+  StrategySpec s = spec("cpu-add");
+  s.division = "pre";
+  const BoundWork pre = bound_work(plan_for("uniform:2x1M", "SSSS", s), 1);
+  EXPECT_EQ(pre.host, 75'497'472u);  // 92'274'688 less the division's 16 MiB
+  EXPECT_EQ(pre.device, 167'772'160u);
+  EXPECT_EQ(pre.tail_host, 12'582'912u);  // unit 0's last CPU add only
+  EXPECT_EQ(pre.tail_device, 8'388'608u);
+  for (const char* d : {"pre-post", "collective"}) {
+    s.division = d;
+    const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", s), 1);
+    EXPECT_EQ(w.host, 75'497'472u) << d;
+    EXPECT_EQ(w.device, 100'663'296u) << d;
+    EXPECT_EQ(w.tail_device, 0u) << d;
+  }
+}
+
 // cpu-add, uniform:2x1M, world 1, SSSS: 3 later S per unit add on the CPU.
 TEST(Bound, CpuAddIsBoundByHostMemory) {
   const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);

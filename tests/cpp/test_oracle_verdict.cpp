@@ -154,3 +154,34 @@ TEST(OracleVerdict, RandomModeValuesAreFullMantissaAndNeverExact) {
 
 }  // namespace
 }  // namespace shardaccum
+
+namespace shardaccum {
+namespace {
+
+// The divisions' roundings (error_bound's docstring), u = 2^-24, fp32 throughout, K = 4. Dyadic
+// sums are exact; a pass by a power-of-two factor is exact too, so at N = 1, 2, 4, 8 every
+// division keeps `end`'s 2u. At N = 3, per sync: collective avg 3u + u_32 + the add into the
+// saved shard u = 5u; pre u_g + u_32 + 2 adds of quotients 2u + u = 5u; pre-post (2, 1.5) only
+// the post pass u + u_32 + u = 3u. Times K, times 2: 40u, 40u, 24u.
+TEST(OracleVerdict, DivisionsAddTheRoundingsOfTheirPasses) {
+  const char* divisions[] = {"collective", "pre-post", "pre", "end"};
+  for (int n : {1, 2, 4, 8})
+    for (const char* d : divisions)
+      EXPECT_EQ(error_bound(kFp32, kDyadic, 4, n, division_steps(d, n)), 0x1p-23) << d << n;
+  EXPECT_EQ(error_bound(kFp32, kDyadic, 4, 3, division_steps("collective", 3)), 40 * 0x1p-24);
+  EXPECT_EQ(error_bound(kFp32, kDyadic, 4, 3, division_steps("pre", 3)), 40 * 0x1p-24);
+  EXPECT_EQ(error_bound(kFp32, kDyadic, 4, 3, division_steps("pre-post", 3)), 24 * 0x1p-24);
+  EXPECT_EQ(error_bound(kFp32, kDyadic, 4, 3, division_steps("end", 3)), 0x1p-23);
+  // Random values, N = 2: the sums' K*N*u + K*u = 12u, and collective's avg every sync (2u +
+  // u_32 + u = 4u, counted though 1/2 is exact: the sums round anyway) 16u: 2 * 28u.
+  EXPECT_EQ(error_bound(kFp32, kRandom, 4, 2, division_steps("collective", 2)), 56 * 0x1p-24);
+  // bf16 reduce at N = 3, K = 4: collective 2 * 4 * (3 * 2^-8 + 2u) = 0.0938 is above a witness's
+  // 0.25 / K, so the oracle cannot resolve it (the CLI refuses such a case); pre-post (2 * 4 *
+  // (2^-8 + 2u) = 0.0313) resolves.
+  EXPECT_FALSE(oracle_resolves(kBf16Fp32, kDyadic, 4, 3, division_steps("collective", 3)));
+  EXPECT_TRUE(oracle_resolves(kBf16Fp32, kDyadic, 4, 3, division_steps("pre-post", 3)));
+  EXPECT_TRUE(oracle_resolves(kBf16Fp32, kDyadic, 4, 2, division_steps("collective", 2)));
+}
+
+}  // namespace
+}  // namespace shardaccum

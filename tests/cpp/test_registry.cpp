@@ -36,7 +36,7 @@ TEST(Registry, EveryValueTheSuiteHasAlwaysHadIsRegistered) {
   expect_registered(BindingRegistry::get(), {"data", "data-free"});
   expect_registered(OffloadRegistry::get(), {"none", "gpu-add", "cpu-add", "copy"});
   expect_registered(ModeRegistry::get(), {"flag", "shape"});
-  expect_registered(DivisionRegistry::get(), {"end"});
+  expect_registered(DivisionRegistry::get(), {"end", "collective", "pre-post", "pre"});
   expect_registered(PresetRegistry::get(), {"fairscale", "fsdp1", "fsdp2", "zero3"});
 }
 

@@ -36,7 +36,8 @@ inline Outcome run_two_steps(Backend& be, const CasePlan& plan) {
   Outcome o;
   o.measured = rep.max;
   o.model = predict(plan, be.world_size());
-  CaseVerdict verdict(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size());
+  CaseVerdict verdict(plan.dtypes, plan.gen, plan.schedule.k(), be.world_size(),
+                      division_steps(plan.strategy.division, be.world_size()));
   verdict.add(rep.oracle);
   o.max_rel_err = verdict.max_rel_err();
   o.correct = verdict.correct();
@@ -50,6 +51,8 @@ inline void expect_bytes_and_peaks_of_the_model(const Outcome& o) {
   EXPECT_EQ(o.measured.d2h_bytes, o.model.d2h_bytes);
   EXPECT_EQ(o.measured.nccl_input_bytes, o.model.nccl_input_bytes);
   EXPECT_EQ(o.measured.reduce_scatter_calls, o.model.reduce_scatter_calls);
+  EXPECT_EQ(o.measured.division_device_bytes, o.model.division_device_bytes);
+  EXPECT_EQ(o.measured.division_host_bytes, o.model.division_host_bytes);
   EXPECT_EQ(o.measured.peak_device_bytes, o.model.peak_device_bytes);
   EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
 }
