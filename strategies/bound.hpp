@@ -28,7 +28,8 @@ struct BoundWork {
 
 /// The bytes and FLOPs of `plan` on one of `world_size` ranks. Walks the schedule as predict does
 /// (mode tracking and the offload policy decide add or start per sync); the offload values none,
-/// copy, gpu-add, cpu-add and the division `end` are counted; a value it does not know adds only
+/// copy, gpu-add, cpu-add, their -pipelined forms (the tail: one chunk's add) and the division
+/// `end` are counted; a value it does not know adds only
 /// its copies (from predict): a smaller figure, so the bound stays a lower bound. GEMM operand
 /// traffic is not counted for the same reason. Throws std::invalid_argument for an unknown axis
 /// value.
