@@ -28,8 +28,10 @@ class CpuAddPipelined final : public OffloadPolicy {
       be.copy(*staging, src.view(off, len), Stream::copy);  // D2H
       // After this chunk's copy only: the next chunk's D2H is issued while this add runs.
       be.host_task(be.record(Stream::copy), [&be, &u, &binding, staging, site, off, len] {
-        Buffer saved = u.saved.view(off, len);
-        binding.add(be, saved, *staging, MemSpace::pinned_host, u, site);
+        be.near_device([&] {
+          Buffer saved = u.saved.view(off, len);
+          binding.add(be, saved, *staging, MemSpace::pinned_host, u, site);
+        });
       });
     }
     return false;
