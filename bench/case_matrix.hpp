@@ -22,6 +22,7 @@ struct MatrixAxes {
   Backward backward = Backward::synthetic;  // --backward; with gemm, --tokens and --tf32 below
   uint64_t tokens = 0;
   bool tf32 = false;
+  uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -38,6 +39,7 @@ struct CaseSpec {
   Backward backward = Backward::synthetic;
   uint64_t tokens = 0;
   bool tf32 = false;
+  uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: not in the name (one per run)
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they

@@ -191,7 +191,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   std::string warmup_s = std::to_string(o.warmup), steps_s = std::to_string(o.steps),
               seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
               trace_steps_s = std::to_string(o.trace_steps), tokens_s = std::to_string(o.tokens),
-              timeout_str = std::to_string(static_cast<int>(o.timeout_s));
+              timeout_str = std::to_string(static_cast<int>(o.timeout_s)),
+              chunk_s = std::to_string(o.chunk_bytes);
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
                model_choices_help({SHARDACCUM_CONFIG_DIR}) +
@@ -249,6 +250,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->capture_default_str()
       ->type_name("INT");
   app.add_flag("--tf32", o.tf32, "--backward gemm: let fp32 GEMMs use TF32 tensor cores");
+  app.add_option("--chunk-bytes", chunk_s,
+                 "The chunk of the -pipelined offloads in bytes (4..2^40; others ignore it)")
+      ->capture_default_str()
+      ->type_name("INT");
   app.add_option("--seed", seed_s, "Seed of the gradient generator (decimal, 0..2^64-1)")
       ->capture_default_str()
       ->type_name("UINT");
@@ -328,6 +333,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.steps = static_cast<int>(parse_int_flag(steps_s, "--steps", 1, 1000, "1..1000 measured steps"));
   o.warmup = static_cast<int>(parse_int_flag(warmup_s, "--warmup", 0, 1000, "0..1000"));
   o.seed = parse_u64_flag(seed_s, "--seed", "0..18446744073709551615 (2^64-1) in decimal");
+  o.chunk_bytes = static_cast<uint64_t>(
+      parse_int_flag(chunk_s, "--chunk-bytes", 4, int64_t{1} << 40, "4..2^40 bytes in decimal"));
   o.trace_steps = static_cast<int>(parse_int_flag(trace_steps_s, "--trace-steps", 0, INT_MAX,
                                                   "0 (every measured step) or more"));
   o.timeout_s = parse_seconds_flag(timeout_str, "--timeout", "1..86400 seconds");

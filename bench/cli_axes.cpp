@@ -211,6 +211,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   if (a.dtypes.empty()) throw CliError("--dtype is empty: e.g. fp32-fp32-fp32");
   a.gen = o.gen == "random" ? GenMode::random : GenMode::dyadic;
   a.seed = o.seed;
+  a.chunk_bytes = o.chunk_bytes;
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

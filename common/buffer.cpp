@@ -1,5 +1,8 @@
 #include "common/buffer.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace shardaccum {
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
@@ -15,6 +18,15 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     o.numel_ = 0;
   }
   return *this;
+}
+
+Buffer Buffer::view(uint64_t offset, uint64_t numel) const {
+  if (numel == 0 || offset > numel_ || numel > numel_ - offset)
+    throw std::out_of_range("Buffer::view [" + std::to_string(offset) + ", +" +
+                            std::to_string(numel) + ") of a buffer of " + std::to_string(numel_) +
+                            " elements");
+  return Buffer(nullptr, static_cast<char*>(data_) + offset * dtype_bytes(dtype_), space_, dtype_,
+                numel);
 }
 
 void Buffer::reset() {

@@ -37,6 +37,10 @@ class Buffer {
   DType dtype() const { return dtype_; }
   uint64_t numel() const { return numel_; }
   uint64_t bytes() const { return numel_ * dtype_bytes(dtype_); }
+  /// A non-owning view of elements [offset, offset + numel) (same space and dtype): reset frees
+  /// nothing, and it is valid while this buffer lives (chunked copies and adds of one shard).
+  /// Throws std::out_of_range when the range is empty or leaves the buffer.
+  Buffer view(uint64_t offset, uint64_t numel) const;
 
  private:
   BufferOwner* owner_ = nullptr;

@@ -5,8 +5,10 @@
 
 namespace shardaccum {
 
-/// The three streams of a rank (docs/DESIGN.md §2). The host backend executes everything in order.
-enum class Stream : uint8_t { compute, comm, copy };
+/// The streams of a rank (docs/DESIGN.md §2). The host backend executes everything in order.
+/// `copy` carries every copy but those a value puts on `h2d`, the second copy stream (the
+/// pipelined offloads: H2D there while D2H runs on `copy`, one DMA engine per direction).
+enum class Stream : uint8_t { compute, comm, copy, h2d };
 
 /// The phases that time is attributed to (NVTX names and JSON counter prefixes).
 enum class Phase : uint8_t { backward, reduce_scatter, accumulate, h2d, d2h, cpu_add, finalize };

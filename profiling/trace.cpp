@@ -18,6 +18,7 @@ const char* track::of(Stream s) {
   case Stream::compute: return kCompute;
   case Stream::comm: return kComm;
   case Stream::copy: return kCopy;
+  case Stream::h2d: return kH2d;
   }
   return kCompute;
 }

@@ -32,6 +32,7 @@ inline constexpr const char* kHost = "host tasks";  // the CPU's work (CPU add, 
 inline constexpr const char* kCompute = "compute stream";
 inline constexpr const char* kComm = "comm stream";
 inline constexpr const char* kCopy = "copy stream";
+inline constexpr const char* kH2d = "h2d stream";  // the pipelined offloads' second copy stream
 /// A rank's steps as its GPU work and host tasks span them, first to last (cat kGpuStepCategory).
 inline constexpr const char* kGpuStep = "step";
 /// The category of a backend op on its stream track, and of the step's span over them.

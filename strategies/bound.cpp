@@ -21,8 +21,9 @@ SyncBytes sync_bytes(std::string_view offload, bool add, uint64_t shard, const D
   const uint64_t cast = t.reduce != t.accum ? br + ba : 0;      // out converted to the accum dtype
   if (offload == "none") return {add ? br + 2 * ba : cast, 0};  // the add reads out as it is
   if (offload == "copy" || !add) return {cast, 0};              // start_saved: the cast, then a D2H
-  if (offload == "gpu-add") return {cast + 3 * ba, 0};
-  if (offload == "cpu-add") return {cast, 3 * ba};
+  // The pipelined values do the same work in chunks.
+  if (offload == "gpu-add" || offload == "gpu-add-pipelined") return {cast + 3 * ba, 0};
+  if (offload == "cpu-add" || offload == "cpu-add-pipelined") return {cast, 3 * ba};
   return {};  // a value this function does not know: its copies only (predict's)
 }
 
@@ -41,7 +42,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
     w.flops += plan.backward == Backward::gemm ? gemm_flops(u, plan.tokens) * plan.schedule.k() : 0;
 
   const size_t units = plan.layout.units.size();
-  const AxisArgs args{units, plan.dtypes};
+  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes};
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const std::string& name = plan.strategy.offload;
@@ -79,6 +80,13 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
         w.tail_device = s.device;
         w.tail_d2h = c.d2h;
         w.tail_host = s.host;
+        // Pipelined: the whole D2H still follows this reduce-scatter, but only the first chunk's
+        // GPU add precedes it and only the last chunk's CPU add follows it.
+        const uint64_t cn = detail::chunk_numel(plan.chunk_bytes, plan.dtypes.accum);
+        if (add && name == "gpu-add-pipelined")
+          w.tail_device = sync_bytes(name, add, std::min(cn, shard), plan.dtypes).device;
+        if (add && name == "cpu-add-pipelined")
+          w.tail_host = sync_bytes(name, add, shard - (shard - 1) / cn * cn, plan.dtypes).host;
       }
     }
   }

@@ -28,11 +28,11 @@ struct BoundWork {
 
 /// The bytes and FLOPs of `plan` on one of `world_size` ranks. Walks the schedule as predict does
 /// (mode tracking and the offload policy decide add or start per sync); the offload values none,
-/// copy, gpu-add, cpu-add and every division's passes (DivisionSteps: pre and post on the device
-/// every sync, `end` once where the shard lives) are counted; an offload value it does not know
-/// adds only its copies (from predict): a smaller figure, so the bound stays a lower bound. GEMM
-/// operand traffic is not counted for the same reason. Throws std::invalid_argument for an unknown
-/// axis value.
+/// copy, gpu-add, cpu-add, their -pipelined forms (the tail: one chunk's add) and every
+/// division's passes (DivisionSteps: pre and post on the device every sync, `end` once where the
+/// shard lives) are counted; an offload value it does not know adds only its copies (from
+/// predict): a smaller figure, so the bound stays a lower bound. GEMM operand traffic is not
+/// counted for the same reason. Throws std::invalid_argument for an unknown axis value.
 BoundWork bound_work(const CasePlan& plan, int world_size);
 
 /// One term of the bound, in ms.

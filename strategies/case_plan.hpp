@@ -27,6 +27,8 @@ struct CasePlan {
   Backward backward = Backward::synthetic;
   uint64_t tokens = 0;  // T, the GEMMs' token rows with gemm; 0 with synthetic
   bool tf32 = false;    // fp32 GEMMs may use TF32 tensor cores (--tf32)
+  /// The pipelined offloads' chunk in bytes of the accum dtype (--chunk-bytes; others ignore it).
+  uint64_t chunk_bytes = kDefaultChunkBytes;
 };
 
 }  // namespace shardaccum

@@ -13,7 +13,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const int n = world_size;
   Prediction p;
   const size_t units = plan.layout.units.size();
-  const AxisArgs args{units, plan.dtypes};
+  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes};
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const DivisionSteps div = division_steps(plan.strategy.division, n);
@@ -82,14 +82,21 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present) pinned += shard * ba;
-        const uint64_t queued = std::accumulate(pending.begin(), pending.end(), uint64_t{0});
-        pinned += c.pinned_transient + queued;
-        bump();
-        pinned -= c.pinned_transient + queued;
-        if (c.pinned_transient && host_task_depth > 0) {
-          pending.push_back(c.pinned_transient);
-          if (static_cast<int>(pending.size()) > host_task_depth) pending.pop_front();
-        }
+        // One host task per piece (per chunk with pinned_chunk), each allocating its staging
+        // beside the stagings of the tasks still pending.
+        uint64_t left = c.pinned_transient;
+        do {
+          const uint64_t piece = c.pinned_chunk ? std::min(c.pinned_chunk, left) : left;
+          const uint64_t queued = std::accumulate(pending.begin(), pending.end(), uint64_t{0});
+          pinned += piece + queued;
+          bump();
+          pinned -= piece + queued;
+          if (piece && host_task_depth > 0) {
+            pending.push_back(piece);
+            if (static_cast<int>(pending.size()) > host_task_depth) pending.pop_front();
+          }
+          left -= piece;
+        } while (left > 0);
         dev -= c.device_transient + shard * br;
         if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
       }

@@ -27,10 +27,15 @@ struct AxisValueInfo {
   int order = 0;  // report order within the axis (ties: by name)
 };
 
+/// The pipelined offloads' default chunk: large enough that a copy runs at the PCIe ceiling, small
+/// enough that a 256 MiB shard pipelines with itself in four chunks.
+inline constexpr uint64_t kDefaultChunkBytes = uint64_t{64} << 20;
+
 /// What a value's factory may need to know of the case.
 struct AxisArgs {
-  size_t units = 0;    // flat parameters of the layout
-  DTypeTriple dtypes;  // grad-reduce-accum
+  size_t units = 0;                           // flat parameters of the layout
+  DTypeTriple dtypes;                         // grad-reduce-accum
+  uint64_t chunk_bytes = kDefaultChunkBytes;  // the pipelined offloads' chunk (CasePlan)
 };
 
 /// One axis's values. `Interface` names its axis in `static constexpr const char* kAxis`.

@@ -49,9 +49,9 @@ void validate(const StrategySpec& s) {
 }
 
 AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t units,
-                                           DTypeTriple dtypes)
+                                           DTypeTriple dtypes, uint64_t chunk_bytes)
     : spec_(spec), dtypes_(dtypes) {
-  const AxisArgs args{units, dtypes};
+  const AxisArgs args{units, dtypes, chunk_bytes};
   mode_ = ModeRegistry::get().make(spec.mode, args);
   offload_ = OffloadRegistry::get().make(spec.offload, args);
   binding_ = BindingRegistry::get().make(spec.binding, args);

@@ -67,8 +67,10 @@ void validate(const StrategySpec& s);
 /// One rank's strategy: the hooks the step driver calls.
 class AccumulationStrategy {
  public:
-  /// Throws std::invalid_argument for an unregistered axis value.
-  AccumulationStrategy(const StrategySpec& spec, size_t units, DTypeTriple dtypes);
+  /// Throws std::invalid_argument for an unregistered axis value. `chunk_bytes`: the pipelined
+  /// offloads' chunk (CasePlan::chunk_bytes).
+  AccumulationStrategy(const StrategySpec& spec, size_t units, DTypeTriple dtypes,
+                       uint64_t chunk_bytes = kDefaultChunkBytes);
   const StrategySpec& spec() const { return spec_; }
   bool offloaded() const { return offload_->offloaded(); }
   const OffloadPolicy& offload() const { return *offload_; }

@@ -36,6 +36,8 @@ TRACK_ORDER = (PHASES_TRACK, HOST_TRACK, "compute stream", "comm stream", "copy 
 GPU_STEP = "gpu step"
 # The lanes of a GPU step (profiling/trace.*): the backend's ops per stream, then the host tasks.
 GPU_TRACKS = ("compute stream", "comm stream", "copy stream", "host tasks")
+# The pipelined offloads' second copy stream: a lane only in the steps that use it.
+H2D_TRACK = "h2d stream"
 _HOW_TO_MAKE = "shardaccum_bench --trace FILE.json (or scripts/run.sh, which writes reports/NAME/trace.json)"
 _STEP_NAME = re.compile(r"step (\d+)(?: (.*))?$")
 
@@ -272,7 +274,7 @@ def _gpu_steps(where: str, other: dict, process: dict, thread: dict, complete: l
             order[case] = min(order.get(case, float(e["ts"])), float(e["ts"]))
             continue
         track = thread.get((e.get("pid"), e.get("tid")), "")
-        if track in GPU_TRACKS and isinstance(case, str) and isinstance(step, int):
+        if (track in GPU_TRACKS or track == H2D_TRACK) and isinstance(case, str) and isinstance(step, int):
             ops.setdefault((case, rank, step), []).append((track, e))
     trace = Trace(where, other, {})
     not_rank0 = []

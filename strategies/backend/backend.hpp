@@ -99,6 +99,12 @@ class RankBackend : public BufferOwner {
     task();
   }
 
+  /// Runs `fn` (a CPU add, on the thread of a host task) with that thread and its OpenMP team on
+  /// the CPUs of this rank's GPU's NUMA node where the machine has more than one node, and gives
+  /// them their CPU masks back after (machine::host_add_placement; cpu-add-pipelined). The
+  /// default, a backend without a device, runs fn as it is.
+  virtual void near_device(const std::function<void()>& fn) { fn(); }
+
   /// Agrees an error across ranks before the next collective: true if any rank passed true.
   virtual bool any_rank(bool mine) = 0;
 

@@ -30,12 +30,14 @@ void CudaWorld::build_static_context() {
   nlohmann::json devices = nlohmann::json::array();
   std::vector<std::string> bus_ids;
   nlohmann::json clocks = nlohmann::json::array();
+  nlohmann::json placement = nlohmann::json::array();  // per device: where cpu-add-pipelined adds
   for (int i = 0; i < local_count(); ++i) {
     cudaDeviceProp p{};
     SA_CUDA_CHECK(cudaGetDeviceProperties(&p, opts_.first_device + i));
     char bus[32] = {};
     SA_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, opts_.first_device + i));
     bus_ids.emplace_back(bus);
+    placement.push_back(machine::host_add_placement(bus).text);
     // Peak clocks from CUDA (kHz); the current ones need NVML, which this build does not link.
     int sm_khz = 0, mem_khz = 0;
     SA_CUDA_CHECK(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, opts_.first_device + i));
@@ -109,6 +111,8 @@ void CudaWorld::build_static_context() {
       {"pinned_pool_bytes", opts_.pinned_pool_bytes},
       {"host_add_threads", host_threads_},
       {"host_task_depth", opts_.host_task_depth},
+      // The NUMA nodes and where cpu-add-pipelined's CPU adds run, per local device.
+      {"host_add_placement", placement},
       {"omp_max_threads", omp_get_max_threads()},
       {"hardware_threads", std::thread::hardware_concurrency()},
       {"timeout_s", opts_.timeout_s},

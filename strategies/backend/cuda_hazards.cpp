@@ -1,5 +1,8 @@
 // Cross-stream hazard ordering (cuda_rank.hpp, "Ordering"): every GPU operation after the
 // pending accesses of its operands on the other streams; host loops after the GPU's accesses.
+// A view (Buffer::view, a chunk) waits for the whole-buffer accesses only: chunks of one buffer
+// on two streams (the pipelined offloads) are ordered by their strategy's events, so they overlap;
+// a whole-buffer op waits for every view's last access too.
 #include "strategies/backend/cuda_rank.hpp"
 
 #include <algorithm>
@@ -10,14 +13,23 @@
 
 namespace shardaccum::cuda {
 
+CudaRank::Alloc& CudaRank::alloc_of(const Buffer& b, bool& whole) {
+  Alloc* a = find_alloc(b, &whole);
+  if (!a) throw BackendError(who("hazards") + ": " + shape(b) + " is not a live buffer");
+  return *a;
+}
+
 void CudaRank::wait_hazards(int s, std::initializer_list<Use> uses) {
   cudaStream_t st = streams_[s].get();
   for (const Use& u : uses) {
-    const Alloc& a = allocs_.at(u.b->data());
+    bool whole = true;
+    const Alloc& a = alloc_of(*u.b, whole);
     if (a.write.ev && a.write.stream != s) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.write.ev, 0));
-    if (u.write)
-      for (int t = 0; t < kStreamCount; ++t)
-        if (t != s && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.reads[t], 0));
+    for (int t = 0; t < kStreamCount; ++t) {
+      if (t == s) continue;
+      if (u.write && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.reads[t], 0));
+      if (whole && a.views[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(st, a.views[t], 0));
+    }
   }
 }
 
@@ -42,14 +54,20 @@ void CudaRank::end_gpu_op(int s, Phase p, cudaEvent_t start, std::initializer_li
   if (in_step_) ops_.push_back({p, start, end, s, is_copy, pending_stamp_});
   pending_stamp_ = -1;
   for (const Use& u : uses) {
-    Alloc& a = allocs_.at(u.b->data());
+    bool whole = true;
+    Alloc& a = alloc_of(*u.b, whole);
+    a.last_stream = s;
+    if (!whole) {
+      a.views[s] = end;
+      continue;
+    }
+    std::fill(std::begin(a.views), std::end(a.views), nullptr);  // waited for (wait_hazards)
     if (u.write) {
       a.write = {end, s};
       std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
     } else {
       a.reads[s] = end;
     }
-    a.last_stream = s;
   }
 }
 
@@ -63,11 +81,13 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
                        const std::function<void()>& loop) {
   std::vector<cudaEvent_t> waits;  // the GPU's pending writes, and reads of what is written
   for (const Use& u : uses) {
-    const Alloc& a = allocs_.at(u.b->data());
+    bool whole = true;
+    const Alloc& a = alloc_of(*u.b, whole);
     if (a.write.ev) waits.push_back(a.write.ev);
-    if (u.write)
-      for (cudaEvent_t r : a.reads)
-        if (r) waits.push_back(r);
+    for (int t = 0; t < kStreamCount; ++t) {
+      if (u.write && a.reads[t]) waits.push_back(a.reads[t]);
+      if (whole && a.views[t]) waits.push_back(a.views[t]);
+    }
   }
   l.unlock();
   for (cudaEvent_t ev : waits) wait_event(ev, nullptr, policy(), who(op));
@@ -85,10 +105,12 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
     host_last_ = std::max(host_last_, t1);
   }
   for (const Use& u : uses) {
-    auto it = allocs_.find(u.b->data());
-    if (!u.write || it == allocs_.end()) continue;
-    it->second.write = {};  // every earlier GPU access has completed (waited above)
-    std::fill(std::begin(it->second.reads), std::end(it->second.reads), nullptr);
+    bool whole = true;
+    Alloc* a = find_alloc(*u.b, &whole);
+    if (!u.write || !whole || !a) continue;  // a view's write leaves the others' accesses
+    a->write = {};  // every earlier GPU access has completed (waited above)
+    std::fill(std::begin(a->reads), std::end(a->reads), nullptr);
+    std::fill(std::begin(a->views), std::end(a->views), nullptr);
   }
 }
 

@@ -70,8 +70,8 @@ void CudaRank::after_tasks(Lock& l, std::initializer_list<const Buffer*> operand
   bool touched = false;
   for (const Buffer* b : operands) {
     if (!b || b->space() != MemSpace::pinned_host) continue;
-    auto it = allocs_.find(b->data());
-    touched = touched || (it != allocs_.end() && it->second.task_epoch < queued);
+    const Alloc* a = find_alloc(*b);  // a view: its allocation's epoch
+    touched = touched || (a && a->task_epoch < queued);
   }
   if (!touched) return;
   l.unlock();

@@ -120,8 +120,10 @@ void CudaRank::release(Buffer& b) noexcept {
       const int f = a.last_stream >= 0 ? a.last_stream : 0;
       cudaStream_t fs = streams_[f].get();
       if (a.write.ev && a.write.stream != f) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.write.ev, 0));
-      for (int t = 0; t < kStreamCount; ++t)
+      for (int t = 0; t < kStreamCount; ++t) {
         if (t != f && a.reads[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.reads[t], 0));
+        if (t != f && a.views[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.views[t], 0));
+      }
       SA_CUDA_CHECK(cudaFreeAsync(b.data(), fs));
     } else {
       // Counted as freed now; the block is reused once the copies that used it have completed.
@@ -137,6 +139,7 @@ void CudaRank::release(Buffer& b) noexcept {
       };
       pending(a.write.ev);
       for (cudaEvent_t r : a.reads) pending(r);
+      for (cudaEvent_t v : a.views) pending(v);
       log_cuda_error(clear_last_error({cudaErrorNotReady}), "cudaGetLastError", who("release"));
       if (d.pending.empty())
         arena_.free(b.data());

@@ -13,7 +13,7 @@ CudaRank::CudaRank(CudaWorld& world, int rank, int device)
     : world_(world),
       rank_(rank),
       device_(device),
-      streams_{UniqueStream(0), UniqueStream(0), UniqueStream(0)},
+      streams_{UniqueStream(0), UniqueStream(0), UniqueStream(0), UniqueStream(0)},
       aux_(0),
       pool_(device),
       arena_(world.options().pinned_pool_bytes) {
@@ -66,13 +66,30 @@ std::string CudaRank::who(const char* op) const {
          "): " + op;
 }
 
+CudaRank::Alloc* CudaRank::find_alloc(const Buffer& b, bool* whole) {
+  if (whole) *whole = true;
+  auto it = allocs_.find(b.data());
+  if (it != allocs_.end()) {
+    if (whole) *whole = b.bytes() == it->second.bytes;
+    return &it->second;
+  }
+  it = allocs_.upper_bound(b.data());  // the allocation starting below b.data(), if any
+  if (it == allocs_.begin()) return nullptr;
+  --it;
+  const auto base = reinterpret_cast<uintptr_t>(it->first),
+             p = reinterpret_cast<uintptr_t>(b.data());
+  if (p + b.bytes() > base + it->second.bytes) return nullptr;
+  if (whole) *whole = false;
+  return &it->second;
+}
+
 CudaRank::Alloc& CudaRank::live(const Buffer& b, const char* op, const char* role) {
   if (!b) throw BackendError(who(op) + ": " + role + " is empty");
-  auto it = allocs_.find(b.data());
-  if (it == allocs_.end())
+  Alloc* a = find_alloc(b);
+  if (!a)
     throw BackendError(who(op) + ": " + role + " " + shape(b) + " is not a live buffer of rank " +
                        std::to_string(rank_) + " (freed?)");
-  return it->second;
+  return *a;
 }
 
 CudaRank::Alloc& CudaRank::in_space(const Buffer& b, MemSpace s, const char* op, const char* role) {

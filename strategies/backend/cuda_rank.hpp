@@ -2,10 +2,12 @@
 // One rank of the cuda backend (docs/DESIGN.md §4): its streams, memory, communicator, and the
 // worker thread of its host tasks. Internal: strategies see only backend.hpp.
 //
-// Ordering. Every operation is issued on one of the rank's three streams. Besides the events the
-// strategies record and wait on, the backend orders each operation after the last write of every
-// operand on another stream (and a write after the other streams' reads), using the end event of
-// those operations: a strategy that forgets a wait cannot produce a race, only less overlap.
+// Ordering. Every operation is issued on one of the rank's four streams (compute, comm, copy and
+// h2d, the second copy stream). Besides the events the strategies record and wait on, the backend
+// orders each operation after the last write of every operand on another stream (and a write after
+// the other streams' reads), using the end event of those operations: a strategy that forgets a
+// wait cannot produce a race, only less overlap. Views (Buffer::view) of one buffer are the
+// exception: they are ordered among themselves by the strategy's events (cuda_hazards.cpp).
 // A buffer is freed on the stream that used it last, after the others' uses of it.
 //
 // The definitions, by concept: cuda_rank.cpp (construction, validation), cuda_hazards.cpp
@@ -20,8 +22,10 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -77,6 +81,7 @@ class CudaRank final : public RankBackend {
   void wait(Stream waiter, Event e) override;
   void host_wait(Event e) override;
   void host_task(Event e, std::function<void()> task) override;
+  void near_device(const std::function<void()>& fn) override;  // cuda_placement.cpp
   bool any_rank(bool mine) override;
   ShardCheck check_shard(const Buffer& shard, const OracleKey& key) override;
   void begin_step() override;
@@ -130,9 +135,12 @@ class CudaRank final : public RankBackend {
     MemSpace space = MemSpace::device;
     uint64_t bytes = 0;
     Access write;               // the last write (or the allocation, on its stream)
-    cudaEvent_t reads[3] = {};  // the last read on each stream since that write
-    int last_stream = -1;       // the stream of the most recent access
-    uint64_t task_epoch = 0;    // host tasks queued before the allocation
+    cudaEvent_t reads[4] = {};  // the last read on each stream since that write
+    // The last access through a view (Buffer::view) on each stream: views of one allocation are
+    // ordered by their strategy (disjoint chunks), whole-buffer ops wait for them all.
+    cudaEvent_t views[4] = {};
+    int last_stream = -1;     // the stream of the most recent access
+    uint64_t task_epoch = 0;  // host tasks queued before the allocation
   };
   struct Use {
     const Buffer* b;
@@ -159,6 +167,10 @@ class CudaRank final : public RankBackend {
   };
 
   std::string who(const char* op) const;
+  /// The allocation holding `b` (`b` itself, or a view inside it: *whole false), or nullptr.
+  Alloc* find_alloc(const Buffer& b, bool* whole = nullptr);
+  /// find_alloc that throws BackendError when `b` is not live (the hazards' lookup).
+  Alloc& alloc_of(const Buffer& b, bool& whole);
   Alloc& live(const Buffer& b, const char* op, const char* role);
   Alloc& in_space(const Buffer& b, MemSpace s, const char* op, const char* role);
   /// Orders stream s after the pending accesses of `uses` on the other streams (the hazards).
@@ -214,7 +226,7 @@ class CudaRank final : public RankBackend {
   void sweep_deferred(bool wait_all);
   void* allocate_pinned(uint64_t bytes);
   cudaEvent_t user_event(Event e, const char* op);
-  /// Waits for all three streams (comm's asynchronous errors watched when `watch_comm`).
+  /// Waits for all four streams (comm's asynchronous errors watched when `watch_comm`).
   void drain(const WaitPolicy& policy, const std::string& what, bool watch_comm = true);
   /// After drain: every recorded access is complete, so hazards, deferred pinned frees and the
   /// event pools are forgotten.
@@ -230,8 +242,8 @@ class CudaRank final : public RankBackend {
 
   CudaWorld& world_;
   int rank_, device_;
-  UniqueStream streams_[3];
-  UniqueStream aux_;  // oracle work: not in the step
+  UniqueStream streams_[4];  // compute, comm, copy, h2d (kStreamCount)
+  UniqueStream aux_;         // oracle work: not in the step
   UniqueMemPool pool_;
   UniqueComm comm_;
   uint64_t collectives_ = 0;
@@ -244,7 +256,7 @@ class CudaRank final : public RankBackend {
   std::vector<size_t> user_free_;
   std::unordered_map<uint64_t, UserEvent> user_live_;
   uint64_t next_event_id_ = 0;
-  std::unordered_map<const void*, Alloc> allocs_;
+  std::map<const void*, Alloc> allocs_;  // ordered: a view finds the allocation below it
   std::vector<DeferredFree> deferred_;
   uint64_t pinned_current_ = 0, pinned_peak_ = 0;
   std::atomic<int> pinned_growths_{0};
@@ -289,6 +301,8 @@ class CudaRank final : public RankBackend {
   bool task_cancel_ = false, task_stop_ = false;
   std::atomic<std::thread::id> worker_id_{};  // set by the worker itself: on_worker() compares
   std::thread worker_;
+  // near_device's CPUs (machine::host_add_placement), read at its first call; empty: not placed.
+  std::optional<std::vector<int>> placement_;
   GemmHandle gemm_;  // --backward gemm's cuBLAS handle (cuda_gemm.cpp); destroyed first
 };
 

@@ -85,7 +85,7 @@ void CudaWorld::release_cached_memory() {
   auto errors = run_ranks([&](int i) {
     CudaRank& r = *ranks_[i];
     UniqueEvent idle(false);
-    for (Stream st : {Stream::compute, Stream::comm, Stream::copy}) {
+    for (Stream st : {Stream::compute, Stream::comm, Stream::copy, Stream::h2d}) {
       SA_CUDA_CHECK(cudaEventRecord(idle.get(), r.stream(st)));
       wait_event(idle.get(), r.comm(), policy(),
                  "rank " + std::to_string(r.rank()) + ": release cached memory");

@@ -27,6 +27,7 @@ void CudaRank::forget_pending() {
   for (auto& [p, a] : allocs_) {
     a.write = {};
     std::fill(std::begin(a.reads), std::end(a.reads), nullptr);
+    std::fill(std::begin(a.views), std::end(a.views), nullptr);
     a.last_stream = -1;
   }
   for (DeferredFree& d : deferred_) arena_.free(d.p);
@@ -78,7 +79,7 @@ void CudaRank::begin_step() {
   // Every kernel stamp unset (all ones), before the step's start: the streams are idle.
   SA_CUDA_CHECK(
       cudaMemsetAsync(kernel_stamps_.get(), 0xff, kernel_stamps_.bytes(), stream(Stream::compute)));
-  // The step starts at one event on the compute stream that the other two streams wait for.
+  // The step starts at one event on the compute stream that the other streams wait for.
   step_start_ = timing_.next();
   SA_CUDA_CHECK(cudaEventRecord(step_start_, stream(Stream::compute)));
   // Slot 0: %globaltimer at the start event (the GPU is idle: microseconds after it), the
@@ -88,6 +89,7 @@ void CudaRank::begin_step() {
   step_host_t0_ = trace::Clock::now();  // the streams are drained: the event completes about now
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::comm), step_start_, 0));
   SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::copy), step_start_, 0));
+  SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::h2d), step_start_, 0));
   if (auto* c = world_.collector()) cupti_t0_ = c->now();
   in_step_ = true;
 }
@@ -102,7 +104,7 @@ StepMetrics CudaRank::end_step() {
   cudaEvent_t end = nullptr;
   std::exception_ptr wait_error;
   try {
-    for (Stream s : {Stream::comm, Stream::copy}) {
+    for (Stream s : {Stream::comm, Stream::copy, Stream::h2d}) {
       cudaEvent_t ev = marks_.next();
       SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
       SA_CUDA_CHECK(cudaStreamWaitEvent(stream(Stream::compute), ev, 0));
@@ -182,15 +184,16 @@ StepMetrics CudaRank::end_step() {
     m_.accumulate_kernel_ms = w.accumulate_ms;
     m_.generate_kernel_ms = w.generate_ms;
     if (auto* tt = trace::current()) {
-      const uint32_t ids[3] = {c->stream_id(stream(Stream::compute)),
-                               c->stream_id(stream(Stream::comm)),
-                               c->stream_id(stream(Stream::copy))};
+      const uint32_t ids[4] = {
+          c->stream_id(stream(Stream::compute)), c->stream_id(stream(Stream::comm)),
+          c->stream_id(stream(Stream::copy)), c->stream_id(stream(Stream::h2d))};
       gpu_activity::append_to_trace(*tt, w.records, c->clock_map(),
                                     [&](uint32_t id) -> std::string {
                                       // Beside the backend's own tracks, not on them.
                                       if (id == ids[0]) return "CUPTI compute stream";
                                       if (id == ids[1]) return "CUPTI comm stream";
                                       if (id == ids[2]) return "CUPTI copy stream";
+                                      if (id == ids[3]) return "CUPTI h2d stream";
                                       return "CUPTI other stream";
                                     });
       // NVTX ranges as CUPTI saw them (every thread of the process: asked once, by local rank 0).
@@ -198,7 +201,7 @@ StepMetrics CudaRank::end_step() {
         gpu_activity::append_markers_to_trace(*tt, c->markers(cupti_t0_, t_end), c->clock_map());
     }
   }
-  forget_pending();  // every stream is idle: the end event follows all three
+  forget_pending();  // every stream is idle: the end event follows all four
   if (task_error) std::rethrow_exception(task_error);
   return m_;
 }

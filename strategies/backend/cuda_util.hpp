@@ -14,10 +14,10 @@ inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-constexpr int kStreamCount = 3;  // compute, comm, copy: the order of enum Stream
+constexpr int kStreamCount = 4;  // compute, comm, copy, h2d: the order of enum Stream
 inline int idx(Stream s) { return static_cast<int>(s); }
 inline const char* stream_name(int s) {
-  constexpr const char* names[kStreamCount] = {"compute", "comm", "copy"};
+  constexpr const char* names[kStreamCount] = {"compute", "comm", "copy", "h2d"};
   return names[s];
 }
 

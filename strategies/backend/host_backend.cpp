@@ -290,9 +290,20 @@ class HostRank final : public RankBackend {
     return std::string(space_name(b.space())) + " " + dtype_name(b.dtype()) + "[" +
            std::to_string(b.numel()) + "]";
   }
+  /// True when `b` is a live buffer or a view (Buffer::view) inside one.
+  bool is_live(const Buffer& b) {
+    const Arena& a = arena(b.space());
+    if (a.live.contains(b.data())) return true;
+    const auto p = reinterpret_cast<uintptr_t>(b.data());
+    for (const auto& [q, bytes] : a.live) {  // a view: few live buffers, a scan is enough
+      const auto base = reinterpret_cast<uintptr_t>(q);
+      if (p >= base && p + b.bytes() <= base + bytes) return true;
+    }
+    return false;
+  }
   void expect_live(const Buffer& b, const char* op, const char* role) {
     if (!b) throw BackendError(std::string("host backend: ") + op + ": " + role + " is empty");
-    if (!arena(b.space()).live.contains(b.data()))
+    if (!is_live(b))
       throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
                          " is not a live buffer of rank " + std::to_string(rank_) + " (freed?)");
   }

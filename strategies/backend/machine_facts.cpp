@@ -51,6 +51,46 @@ int count_numa_nodes(const std::vector<std::string>& names) {
   }));
 }
 
+std::vector<int> parse_cpu_list(std::string_view list) {
+  std::vector<int> cpus;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view part = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    const size_t dash = part.find('-');
+    int lo = -1, hi = -1;
+    const std::string_view a = part.substr(0, dash),
+                           b = dash == part.npos ? a : part.substr(dash + 1);
+    const auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
+    const auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
+    if (ra.ec != std::errc() || ra.ptr != a.data() + a.size() || rb.ec != std::errc() ||
+        rb.ptr != b.data() + b.size() || lo < 0 || hi < lo)
+      return {};
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+HostAddPlacement plan_host_add_placement(int numa_nodes, int gpu_node, const std::string& cpulist) {
+  if (numa_nodes <= 1) return {{}, "not placed: " + std::to_string(numa_nodes) + " NUMA node(s)"};
+  std::vector<int> cpus = gpu_node >= 0 ? parse_cpu_list(cpulist) : std::vector<int>{};
+  if (cpus.empty())
+    return {{},
+            "not placed: the GPU's NUMA node or its cpus are unknown (" +
+                std::to_string(numa_nodes) + " nodes)"};
+  return {std::move(cpus), "numa node " + std::to_string(gpu_node) + " of " +
+                               std::to_string(numa_nodes) + ": cpus " + cpulist};
+}
+
+HostAddPlacement host_add_placement(const std::string& bus_id, const std::string& root) {
+  const int nodes = host_facts(root).at("numa_nodes").get<int>();
+  const int node = pci_facts(bus_id, root).at("numa_node").get<int>();
+  const std::string list = node >= 0 ? read_first_line(root + "/sys/devices/system/node/node" +
+                                                       std::to_string(node) + "/cpulist")
+                                     : "";
+  return plan_host_add_placement(nodes, node, list);
+}
+
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
   std::string line;

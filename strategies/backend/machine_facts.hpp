@@ -21,6 +21,21 @@ int pcie_gen_of_speed(std::string_view speed);
 /// The number of entries named node<digits> (the NUMA nodes of /sys/devices/system/node).
 int count_numa_nodes(const std::vector<std::string>& names);
 
+/// The CPUs of a sysfs cpulist ("0-3,8,10-11" -> 0 1 2 3 8 10 11); empty when it does not parse.
+std::vector<int> parse_cpu_list(std::string_view list);
+
+/// Where the CPU adds of cpu-add-pipelined run (docs/DESIGN.md §3): pinned to the CPUs of the
+/// GPU's NUMA node when the machine has more than one node and that node's cpulist is known.
+struct HostAddPlacement {
+  std::vector<int> cpus;  // empty: not placed (the threads run where the OS puts them)
+  std::string text;       // the context's host_add_placement, e.g. "numa node 1 of 2: cpus 16-31"
+};
+/// The placement for `numa_nodes` nodes, the GPU's node `gpu_node` (-1 unknown) and that node's
+/// cpulist line (`cpulist`, "" unknown). Pure.
+HostAddPlacement plan_host_add_placement(int numa_nodes, int gpu_node, const std::string& cpulist);
+/// plan_host_add_placement from sysfs under `root` for the GPU at `bus_id`.
+HostAddPlacement host_add_placement(const std::string& bus_id, const std::string& root = "");
+
 /// The first line of `path` without its newline, "" when it cannot be read.
 std::string read_first_line(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "strategies/offload/offload_policy.hpp"
 
+#include <algorithm>
+
 namespace shardaccum {
 
 ShardBytes::ShardBytes(uint64_t shard_numel, const DTypeTriple& t)
@@ -27,6 +29,10 @@ Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum) {
   Buffer cast = be.allocate(MemSpace::device, accum, out.numel(), Stream::comm);
   be.convert(cast, out, Stream::comm);
   return cast;
+}
+
+uint64_t chunk_numel(uint64_t chunk_bytes, DType accum) {
+  return std::max<uint64_t>(1, chunk_bytes / dtype_bytes(accum));
 }
 
 void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src) {

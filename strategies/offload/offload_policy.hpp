@@ -17,6 +17,9 @@ struct SyncCost {
   uint64_t h2d = 0, d2h = 0;
   uint64_t device_transient = 0, pinned_transient = 0;  // bytes alive at once during the add
   bool new_saved = false;  // out (in the accum dtype) became the saved shard, as accumulate returns
+  /// Non-zero: pinned_transient is held by host tasks of this many bytes each (the last one the
+  /// remainder), one per chunk (cpu-add-pipelined); 0: one task holds all of it.
+  uint64_t pinned_chunk = 0;
 };
 
 /// The sizes a SyncCost is made of, for a shard of `shard_numel` elements and dtypes `t`.
@@ -61,6 +64,9 @@ namespace detail {
 /// `out` converted to the accum dtype on the device (copies move b_a bytes, docs/DESIGN.md §3), or
 /// an empty buffer when out already has it. The caller keeps both alive until its copies are done.
 Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
+
+/// The elements of one pipelined chunk: chunk_bytes of the accum dtype, at least one.
+uint64_t chunk_numel(uint64_t chunk_bytes, DType accum);
 
 /// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of
 /// src's size): the shared first S of an offloaded step, and `copy`'s every S.

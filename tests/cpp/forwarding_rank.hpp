@@ -35,6 +35,7 @@ class ForwardingRank : public RankBackend {
   void wait(Stream w, Event e) override { in_.wait(w, e); }
   void host_wait(Event e) override { in_.host_wait(e); }
   void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
+  void near_device(const std::function<void()>& fn) override { in_.near_device(fn); }
   bool any_rank(bool mine) override { return in_.any_rank(mine); }
   ShardCheck check_shard(const Buffer& b, const OracleKey& k) override {
     return in_.check_shard(b, k);

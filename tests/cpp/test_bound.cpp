@@ -104,6 +104,36 @@ TEST(Bound, CpuAddIsBoundByHostMemory) {
   EXPECT_NEAR(term(b, "critical path"), 0.016777216 + 0.004194304 + 0.08388608 + 2.097152, 1e-9);
 }
 
+// The pipelined values move and add what gpu-add and cpu-add do; only the tail shrinks: unit 0's
+// whole D2H still follows its last reduce-scatter, but one chunk's add (1 MiB chunks here).
+TEST(Bound, PipelinedOffloadsKeepTheWorkAndShrinkTheTailToOneChunk) {
+  for (const char* name : {"gpu-add", "cpu-add"}) {
+    const CasePlan plain = plan_for("uniform:2x1M", "SSSS", spec(name));
+    CasePlan piped =
+        plan_for("uniform:2x1M", "SSSS", spec((std::string(name) + "-pipelined").c_str()));
+    piped.chunk_bytes = 1 << 20;  // a 4 MiB shard in 4 chunks
+    const BoundWork a = bound_work(plain, 1), b = bound_work(piped, 1);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(b.h2d, a.h2d);
+    EXPECT_EQ(b.d2h, a.d2h);
+    EXPECT_EQ(b.host, a.host);
+    EXPECT_EQ(b.device, a.device);
+    EXPECT_EQ(b.tail_d2h, 4'194'304u);  // the whole shard
+    EXPECT_EQ(b.tail_d2h, a.tail_d2h);
+  }
+  CasePlan g = plan_for("uniform:2x1M", "SSSS", spec("gpu-add-pipelined"));
+  g.chunk_bytes = 1 << 20;
+  EXPECT_EQ(bound_work(g, 1).tail_device, 3u << 20);  // src + 2 * dst of one 1 MiB chunk
+  CasePlan c = plan_for("uniform:2x1M", "SSSS", spec("cpu-add-pipelined"));
+  c.chunk_bytes = 3 << 20;  // chunks 3 MiB and 1 MiB: the last one trails the D2H
+  EXPECT_EQ(bound_work(c, 1).tail_host, (3u << 20) + (8u << 20));  // its add + the division
+  // The case at the default 64 MiB chunk: gpu-add's bytes, both directions at once.
+  const BoundWork w = bound_work(plan_for("uniform:16x64M", "SSSS", spec("gpu-add-pipelined")), 1);
+  EXPECT_EQ(w.h2d, 12'884'901'888ull);
+  EXPECT_EQ(w.d2h, 17'179'869'184ull);
+  EXPECT_EQ(w.tail_device, 3ull * 67'108'864);
+}
+
 // gemm backward, T=1024: 4 * 1024 * 64 Mi FLOPs per unit and micro-batch.
 TEST(Bound, GemmBackwardIsBoundByComputeAndItsTail) {
   CasePlan p = plan_for("uniform:2x64M", "nnnS", spec("none"));

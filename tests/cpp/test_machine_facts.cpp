@@ -77,5 +77,23 @@ TEST(MachineFacts, AFakeSysrootIsReadEndToEnd) {
   fs::remove_all(root);
 }
 
+// cpu-add-pipelined's placement (docs/DESIGN.md §3): pinned to the GPU's node only when there are
+// several nodes and that node's cpulist parses.
+TEST(MachineFacts, HostAddPlacementPinsToTheGpusNodeOnlyWithSeveralNodes) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list("5"), (std::vector<int>{5}));
+  EXPECT_TRUE(parse_cpu_list("3-1").empty());
+  EXPECT_TRUE(parse_cpu_list("0-x").empty());
+  EXPECT_TRUE(parse_cpu_list("").empty());
+  const HostAddPlacement two = plan_host_add_placement(2, 1, "16-19");
+  EXPECT_EQ(two.cpus, (std::vector<int>{16, 17, 18, 19}));
+  EXPECT_EQ(two.text, "numa node 1 of 2: cpus 16-19");
+  const HostAddPlacement one = plan_host_add_placement(1, 0, "0-15");
+  EXPECT_TRUE(one.cpus.empty());
+  EXPECT_EQ(one.text, "not placed: 1 NUMA node(s)");
+  EXPECT_TRUE(plan_host_add_placement(2, -1, "").cpus.empty());
+  EXPECT_NE(plan_host_add_placement(2, -1, "").text.find("unknown"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardaccum::machine

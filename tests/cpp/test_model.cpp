@@ -70,6 +70,34 @@ TEST(Model, SmallCaseByHand) {
   EXPECT_EQ(p.d2h_bytes, 10752u);
 }
 
+// The pipelined values at a 100-element chunk (400 B) of the 336-element shards above: chunks of
+// 100, 100, 100 and 36 elements.
+TEST(Model, PipelinedOffloadsHoldChunksNotShards) {
+  const Layout l = load_layout("uniform:2x1000", {});
+  CasePlan g =
+      plan_for(l, "SSSS", {"data-free", "gpu-add-pipelined", "flag", "end", Lookahead::unbounded},
+               "fp32-fp32-fp32");
+  g.chunk_bytes = 400;
+  Prediction p = predict(g, 3);
+  EXPECT_EQ(p.d2h_bytes, 10752u);  // gpu-add's bytes
+  EXPECT_EQ(p.h2d_bytes, 8064u);
+  // As zero3's 10752 above, with a two-chunk ring (800) instead of the shard's staging (1344).
+  EXPECT_EQ(p.peak_device_bytes, 10208u);
+  EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344);
+
+  CasePlan c = plan_for(l, "SSSS", {"data-free", "cpu-add-pipelined", "flag"}, "fp32-fp32-fp32");
+  c.chunk_bytes = 400;
+  p = predict(c, 3);
+  EXPECT_EQ(p.d2h_bytes, 10752u);
+  EXPECT_EQ(p.h2d_bytes, 0u);
+  EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344 + 400);  // tasks run at once: one chunk's staging
+  // Two host tasks may be pending: each allocation beside two earlier chunks' stagings.
+  EXPECT_EQ(predict(c, 3, 2).peak_pinned_bytes, 2u * 1344 + 3 * 400);
+  // A chunk above the shard: one staging of the shard, as cpu-add.
+  c.chunk_bytes = 1 << 20;
+  EXPECT_EQ(predict(c, 3, 2).peak_pinned_bytes, 2u * 1344 + 3 * 1344);
+}
+
 // A wrong cell moves what its state machine moved: shape cannot see the host shard, so gpu-add
 // under shape never adds (no H2D) and copies every shard down.
 TEST(Model, WrongCellsFollowTheirStateMachine) {

@@ -89,3 +89,18 @@ def test_the_step_phase_caption_explains_other(tmp_path):
     readme = build_report([run], "p", tmp_path / "reports")
     part = section(section(readme.read_text(encoding="utf-8"), GROUP), "### Step time by phase")
     assert "*Other* is the step time no phase covers" in part and "waits" in part
+
+
+def test_an_h2d_stream_gets_its_own_lane_after_copy(tmp_path, monkeypatch):
+    """gpu-add-pipelined's second copy stream: loaded with the step and drawn beside copy."""
+    (a,) = case_names(1)
+    h2d = {"ph": "X", "pid": 0, "tid": 9, "name": "h2d", "cat": "gpu op", "ts": 1000.0 + 6e3, "dur": 2e3,
+           "args": {"case": a, "step": 1, "source": "CUDA events"}}
+    doc = trace_doc(step_events(a, 1, 1000.0, 12.0) + [h2d])
+    doc["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": 0, "tid": 9, "args": {"name": "h2d stream"}})
+    run, trace = write(tmp_path, doc, run_doc({a: 12.0}))
+    assert "h2d stream" in {e.track for e in load_trace(trace).steps[a].events}
+    figures, _ = _figure(monkeypatch, tmp_path, trace, run)
+    (fig,) = figures
+    for ax in _row_axes(fig):
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["compute", "comm", "copy", "h2d", "host tasks"]

@@ -16,7 +16,7 @@ from matplotlib.patches import Patch
 
 from ..counters import OTHER, PHASES, Phase
 from ..tables import fmt_err
-from ..trace import GPU_TRACKS, PHASES_TRACK, Event, StepTimeline, track_order
+from ..trace import GPU_TRACKS, H2D_TRACK, PHASES_TRACK, Event, StepTimeline, track_order
 from .style import ERROR, WRONG, new_figure, save, styled
 
 _PHASE = {p.counter: p for p in PHASES}
@@ -80,7 +80,10 @@ def _lanes(panels: list[TimelinePanel]) -> list[tuple[str, str]]:
     """(key, label) of the lanes: GPU steps: compute, comm, copy, host tasks. Otherwise the phases
     track's three levels, then every other track drawn."""
     if on_gpu_time(panels):
-        return [(t, GPU_LANE_LABELS[t]) for t in GPU_TRACKS]
+        lanes = [(t, GPU_LANE_LABELS[t]) for t in GPU_TRACKS]
+        if any(e.track == H2D_TRACK for p in panels for r in p.rows for e in r.timeline.events):
+            lanes.insert(3, (H2D_TRACK, "h2d"))  # after copy: both copy directions side by side
+        return lanes
     tracks = {e.track for p in panels for r in p.rows for e in r.timeline.events} - {PHASES_TRACK}
     lanes = [("micro-batch", "micro-batches"), ("unit", "units"), ("phase", "phases")]
     return lanes + [(t, t.removesuffix(" stream")) for t in track_order(tracks)]

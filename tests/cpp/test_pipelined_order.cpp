@@ -1,0 +1,120 @@
+// The pipelined offloads' issue order on the host backend (docs/DESIGN.md §3): gpu-add-pipelined
+// issues the H2D of chunk i+1 (on the h2d stream) before the D2H of chunk i (on the copy stream),
+// cpu-add-pipelined queues each chunk's CPU add right after that chunk's D2H; each chunk at its
+// own offset of the saved shard.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "faulty_backend.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+/// One call as issued: "h2d", "d2h", "task" or "cpu-add", its stream, and the byte offset of the
+/// host operand from the first host operand of the step's last sync.
+struct Op {
+  std::string what;
+  Stream stream = Stream::compute;
+  uintptr_t host = 0;  // the pinned operand's address
+  uint64_t numel = 0;
+};
+
+class RecordingRank final : public testing::ForwardingRank {
+ public:
+  RecordingRank(RankBackend& inner, std::vector<Op>& ops) : ForwardingRank(inner), ops_(ops) {}
+  void copy(Buffer& d, const Buffer& s, Stream st) override {
+    const bool h2d = s.space() == MemSpace::pinned_host;
+    ops_.push_back({h2d ? "h2d" : "d2h", st, addr(h2d ? s : d), s.numel()});
+    in_.copy(d, s, st);
+  }
+  void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override {
+    if (sp == MemSpace::pinned_host) ops_.push_back({"cpu-add", st, addr(d), d.numel()});
+    in_.add(d, s, sp, st);
+  }
+  void host_task(Event e, std::function<void()> t) override {
+    ops_.push_back({"task", Stream::copy, 0, 0});
+    in_.host_task(e, std::move(t));
+  }
+  void begin_step() override {
+    ops_.clear();  // the last step's calls only
+    in_.begin_step();
+  }
+
+ private:
+  static uintptr_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.data()); }
+  std::vector<Op>& ops_;
+};
+
+/// The calls of the last step of `offload` on one unit whose shard is 3.5 chunks of 64 fp32
+/// elements (224), schedule SS at world 1: the second S is the pipelined add.
+std::vector<Op> last_sync_of(const char* offload) {
+  std::vector<Op> ops;
+  testing::WrappedBackend be(
+      1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+  CasePlan plan{testing::make_layout({224}),
+                parse_schedule("SS", 2),
+                {"data-free", offload, "flag"},
+                parse_dtype_triple("fp32-fp32-fp32"),
+                GenMode::dyadic,
+                5,
+                "t"};
+  plan.chunk_bytes = 64 * 4;
+  EXPECT_TRUE(testing::run_two_steps(be, plan).correct);
+  // The first S is one whole D2H into the saved shard; what follows is the pipelined add.
+  EXPECT_FALSE(ops.empty());
+  if (ops.empty()) return ops;
+  EXPECT_EQ(ops[0].what, "d2h");
+  EXPECT_EQ(ops[0].numel, 224u);
+  const uintptr_t saved = ops[0].host;
+  std::vector<Op> rest(ops.begin() + 1, ops.end());
+  // The step ends with finalize's division, queued as a host task of its own.
+  EXPECT_EQ(rest.back().what, "task");
+  rest.pop_back();
+  for (Op& o : rest)
+    if (o.host) o.host -= saved;
+  return rest;
+}
+
+std::string sequence(const std::vector<Op>& ops) {
+  std::string s;
+  for (const Op& o : ops) s += (s.empty() ? "" : " ") + o.what;
+  return s;
+}
+
+TEST(PipelinedOrder, GpuAddIssuesTheNextH2dBeforeThisChunksD2h) {
+  const std::vector<Op> ops = last_sync_of("gpu-add-pipelined");
+  EXPECT_EQ(sequence(ops), "h2d h2d d2h h2d d2h h2d d2h d2h");
+  std::vector<uintptr_t> h2d_at, d2h_at;
+  std::vector<uint64_t> h2d_len;
+  for (const Op& o : ops) {
+    EXPECT_EQ(o.stream, o.what == "h2d" ? Stream::h2d : Stream::copy) << o.what;
+    if (o.what != "task") (o.what == "h2d" ? h2d_at : d2h_at).push_back(o.host);
+    if (o.what == "h2d") h2d_len.push_back(o.numel);
+  }
+  // Chunk i's H2D and D2H at 256 * i bytes of the saved shard; the last chunk is the 32 left.
+  EXPECT_EQ(h2d_at, (std::vector<uintptr_t>{0, 256, 512, 768}));
+  EXPECT_EQ(d2h_at, h2d_at);
+  EXPECT_EQ(h2d_len, (std::vector<uint64_t>{64, 64, 64, 32}));
+}
+
+TEST(PipelinedOrder, CpuAddQueuesEachChunksAddAfterItsD2h) {
+  const std::vector<Op> ops = last_sync_of("cpu-add-pipelined");
+  // The host backend runs a task at once: its CPU add shows right after the task is queued.
+  EXPECT_EQ(sequence(ops), "d2h task cpu-add d2h task cpu-add d2h task cpu-add d2h task cpu-add");
+  std::vector<uintptr_t> add_at;
+  std::vector<uint64_t> add_len;
+  for (const Op& o : ops)
+    if (o.what == "cpu-add") {
+      add_at.push_back(o.host);
+      add_len.push_back(o.numel);
+    }
+  EXPECT_EQ(add_at, (std::vector<uintptr_t>{0, 256, 512, 768}));
+  EXPECT_EQ(add_len, (std::vector<uint64_t>{64, 64, 64, 32}));
+}
+
+}  // namespace
+}  // namespace shardaccum
