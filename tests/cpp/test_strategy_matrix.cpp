@@ -175,6 +175,29 @@ TEST(Presets, FairscaleAndFsdp1WrongFsdp2AndZero3RightOnInterleaved) {
   }
 }
 
+// `ideal` (the limit strategy): correct on every schedule and world, with gpu-add's bytes (the
+// pipelining and the in-collective mean change times, not what crosses PCIe) and no host pass.
+TEST(Presets, IdealIsCorrectWithGpuAddsBytesAndNoHostPass) {
+  for (int world : {1, 2, 3, 4}) {
+    auto be = make_host_backend({world, 1});
+    for (const char* s : {"SSSS", "nnnS", "nSnS", "SnSS"}) {
+      const Schedule sched = parse_schedule(s, 4);
+      const auto plan = [&](const char* p) {
+        return CasePlan{make_layout({1000, 4096, 77}), sched, preset(p),
+                        parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+      };
+      const auto ideal = run_two_steps(*be, plan("ideal"));
+      const auto zero3 = run_two_steps(*be, plan("zero3"));
+      EXPECT_TRUE(ideal.correct) << world << " " << s << " err " << ideal.max_rel_err;
+      EXPECT_EQ(ideal.measured.h2d_bytes, zero3.measured.h2d_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.d2h_bytes, zero3.measured.d2h_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.h2d_bytes, ideal.model.h2d_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.d2h_bytes, ideal.model.d2h_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.division_host_bytes, 0u) << world << " " << s;
+    }
+  }
+}
+
 // Random full-mantissa values: not exact, but within the bound derived from the roundings.
 TEST(Oracle, RandomValuesStayWithinTheDerivedBound) {
   auto be = make_host_backend({3, 1});
