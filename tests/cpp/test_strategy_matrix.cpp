@@ -183,8 +183,13 @@ TEST(Presets, IdealIsCorrectWithGpuAddsBytesAndNoHostPass) {
     for (const char* s : {"SSSS", "nnnS", "nSnS", "SnSS"}) {
       const Schedule sched = parse_schedule(s, 4);
       const auto plan = [&](const char* p) {
-        return CasePlan{make_layout({1000, 4096, 77}), sched, preset(p),
-                        parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+        return CasePlan{make_layout({1000, 4096, 77}),
+                        sched,
+                        preset(p),
+                        parse_dtype_triple("fp32-fp32-fp32"),
+                        GenMode::dyadic,
+                        3,
+                        "t"};
       };
       const auto ideal = run_two_steps(*be, plan("ideal"));
       const auto zero3 = run_two_steps(*be, plan("zero3"));
