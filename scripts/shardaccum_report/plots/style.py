@@ -48,7 +48,10 @@ BOUND = OKABE_ITO["black"]           # the oracle's error bound
 # here): today's none, gpu-add, cpu-add, copy take the first four colours; today's binding x mode
 # pairs (data/flag, data/shape, data-free/flag, data-free/shape) the first four markers.
 OFFLOAD_PALETTE = ("#4D4D4D", OKABE_ITO["blue"], OKABE_ITO["bluish green"], OKABE_ITO["orange"],
-                   OKABE_ITO["reddish purple"], OKABE_ITO["sky blue"], OKABE_ITO["yellow"], OKABE_ITO["black"])
+                   OKABE_ITO["sky blue"], OKABE_ITO["reddish purple"], OKABE_ITO["yellow"], OKABE_ITO["black"])
+# The first values keep the colours the committed reference PNGs were drawn with, wherever a later
+# value (gpu-add-pipelined after gpu-add) sits in the report order; the others follow in that order.
+FIRST_OFFLOADS = ("none", "gpu-add", "cpu-add", "copy")
 UNKNOWN_OFFLOAD = "#B0B0B0"  # a value the registry does not list
 MARKER_PALETTE = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"), ("*", "-."),
                   ("h", ":"))
@@ -86,9 +89,13 @@ def byte_scale(max_bytes: float) -> tuple[float, str]:
 
 
 def strategy_color(s: Strategy) -> str:
-    """The colour of the strategy's offload: the palette entry at its position in the registry."""
+    """The colour of the strategy's offload: FIRST_OFFLOADS their own, then the palette entry at the
+    value's position among the registry's other values; UNKNOWN_OFFLOAD for a value it lacks."""
     names = s.registry.axis("offload").names
-    return OFFLOAD_PALETTE[names.index(s.offload) % len(OFFLOAD_PALETTE)] if s.offload in names else UNKNOWN_OFFLOAD
+    if s.offload not in names:
+        return UNKNOWN_OFFLOAD
+    order = [n for n in FIRST_OFFLOADS if n in names] + [n for n in names if n not in FIRST_OFFLOADS]
+    return OFFLOAD_PALETTE[order.index(s.offload) % len(OFFLOAD_PALETTE)]
 
 
 def _shell_index(coords: list[int]) -> int:
