@@ -60,7 +60,7 @@ std::vector<int> parse_cpu_list(std::string_view list) {
     const size_t dash = part.find('-');
     int lo = -1, hi = -1;
     const std::string_view a = part.substr(0, dash),
-                           b = dash == part.npos ? a : part.substr(dash + 1);
+                           b = dash == std::string_view::npos ? a : part.substr(dash + 1);
     const auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
     const auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
     if (ra.ec != std::errc() || ra.ptr != a.data() + a.size() || rb.ec != std::errc() ||

@@ -62,7 +62,7 @@ std::vector<Op> last_sync_of(const char* offload) {
                 GenMode::dyadic,
                 5,
                 "t"};
-  plan.chunk_bytes = 64 * 4;
+  plan.chunk_bytes = uint64_t{64} * 4;
   EXPECT_TRUE(testing::run_two_steps(be, plan).correct);
   // The first S is one whole D2H into the saved shard; what follows is the pipelined add.
   EXPECT_FALSE(ops.empty());
