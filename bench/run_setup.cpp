@@ -29,16 +29,26 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
                      " is listed twice: remove the repeated value from its axis flag");
     const int k = c.schedule.k();
     const DivisionSteps div = division_steps(c.strategy.division, c.world_size);
-    if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size, div))
+    if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size, div)) {
+      const std::string& d = c.strategy.division;
+      // Name the division only where it is not the default: its roundings are what loosened it.
+      const std::string division =
+          d == kDefaultDivision ? "" : ", division " + d + " (--division or the preset)";
+      std::string fixes = "use --dtype fp32-fp32-fp32";
+      if (d != kDefaultDivision) fixes += ", --division " + std::string(kDefaultDivision);
+      if (c.gen != GenMode::dyadic) fixes += ", --gen dyadic";
+      fixes += d != kDefaultDivision
+                   ? ", a smaller --k, or a world size that is a power of two (it divides exactly)"
+                   : ", or a smaller --k or world size";
       throw CliError("--dtype " + c.dtypes.name() + " with --gen " +
                      (c.gen == GenMode::dyadic ? "dyadic" : "random") + ", K=" + std::to_string(k) +
-                     ", world size " + std::to_string(c.world_size) +
-                     ": the oracle's error bound (" +
+                     ", world size " + std::to_string(c.world_size) + division + " (case " +
+                     c.name() + "): the oracle's error bound (" +
                      std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size, div)) +
                      ") is too loose to tell a lost micro-batch (error about " +
                      std::to_string(std::sqrt(1.0 / k)) +
-                     ", or 1/K on a unit of a few elements) from rounding; use --dtype "
-                     "fp32-fp32-fp32, --gen dyadic, or a smaller K x world size");
+                     ", or 1/K on a unit of a few elements) from rounding; " + fixes);
+    }
   }
 }
 
