@@ -15,6 +15,9 @@
 #            offload none/gpu-add/cpu-add (scripts/profile.sh, NSYS_DEPS=.deps/nsys), into reports/profiles/
 #   overlap  uniform:16x64M SSSS without offload, lookahead 0/1/unbounded, synthetic and gemm backward,
 #            with a trace and its report, into reports/h200-overlap/
+#   limit    the limit strategies (#17): uniform:16x64M and gpt2-xl, SSSS, every offload, division
+#            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/
+#   torchlines the installed torch's version and the sha256 of the files docs/PRESETS.md cites
 #   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
 #   gemmref  the one-GPU suite job with --backward gemm --tokens 1024 --cupti kernels
 #            (run.sh --no-real --name h200-reference-gemm), then scripts/check_trace.py on its trace
@@ -28,7 +31,7 @@ PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/profiles 2>/dev/null) 2>/dev/null \
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/h200-limit reports/profiles 2>/dev/null) 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
@@ -188,6 +191,45 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       echo "check_trace$r: rc=$?"; tail -6 "$D/check_trace$r.txt"
     done
     ;;
+  limit)
+    # #17: the limit strategies beside today's offloads, one H200, the reference layouts, K=4, SSSS,
+    # the division at the end and in the collective, synthetic and gemm backward; then preset ideal.
+    step "limit: uniform:16x64M and gpt2-xl, SSSS, every offload, division end/collective, synthetic and gemm"
+    D=reports/h200-limit
+    mkdir -p "$D"
+    L=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule SSSS --cupti kernels --benchmark_out_format=json)
+    for bw in synthetic gemm; do
+      extra=(); [[ $bw == gemm ]] && extra=(--backward gemm --tokens 1024)
+      timeout 170 $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload all \
+        --division end,collective --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
+      echo "$bw: rc=$?"; grep -E 'error|FAILED|WRONG' "$D/$bw.log" | head -3
+      timeout 80 $B "${L[@]}" "${extra[@]}" --preset ideal --trace "$D/trace-ideal-$bw.json" \
+        --benchmark_out="$D/run-ideal-$bw.json" >"$D/ideal-$bw.log" 2>&1
+      echo "ideal $bw: rc=$?"; grep -E 'error|FAILED|WRONG' "$D/ideal-$bw.log" | head -3
+      for r in "$bw" "ideal-$bw"; do
+        python3 scripts/check_trace.py "$D/run-$r.json" "$D/trace-$r.json" >"$D/check_trace-$r.txt" 2>&1
+        echo "check_trace $r: rc=$?"; tail -2 "$D/check_trace-$r.txt"
+        gzip -f "$D/trace-$r.json"
+      done
+      step "limit $bw"
+    done
+    ;;
+  torchlines)
+    # #16's checklist: the cited lines of the installed torch (docs/PRESETS.md), printed for comparison.
+    step "torch lines for docs/PRESETS.md"
+    python3 -c 'import torch, os; print(torch.__version__, os.path.dirname(torch.__file__))' | tee "$OUT/torch_lines.txt"
+    T=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+    (cd "$T" && sha256sum distributed/fsdp/_fully_shard/_fsdp_collectives.py \
+      distributed/fsdp/_fully_shard/_fsdp_param_group.py \
+      distributed/fsdp/_fully_shard/_fsdp_param.py \
+      distributed/fsdp/_fully_shard/_fsdp_api.py \
+      distributed/fsdp/_runtime_utils.py \
+      distributed/fsdp/_init_utils.py \
+      distributed/fsdp/_flat_param.py \
+      distributed/algorithms/_comm_hooks/default_hooks.py \
+      distributed/run.py) >>"$OUT/torch_lines.txt"
+    cat "$OUT/torch_lines.txt"
+    ;;
   suiteref|gemmref)
     name=h200-reference-suite flags=(--cupti kernels)
     [[ "$part" == gemmref ]] && name=h200-reference-gemm flags=(--backward gemm --tokens 1024 --cupti kernels)
@@ -201,7 +243,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       >"reports/$name/check_trace.txt" 2>&1
     echo "check_trace: rc=$?"; tail -8 "reports/$name/check_trace.txt"
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed, timecheck, overlap, suiteref, gemmref)"; exit 2 ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed, timecheck, overlap, limit, torchlines, suiteref, gemmref)"; exit 2 ;;
   esac
 done
 step "done"
