@@ -15,6 +15,9 @@ struct Ceilings {
   // Dense GEMM (cuBLAS, square), 1e12 FLOP/s, in the gradient dtypes of --backward gemm cases.
   double gemm_tflops_bf16 = 0;
   double gemm_tflops_fp32 = 0;  // TF32 tensor cores when the run has --tf32
+  // The synthetic backward's generator kernel alone (dyadic values, fp32, writing): 1e9 elements
+  // per second. It computes a hash per element, so it runs below the device copy ceiling.
+  double generate_gelems = 0;
   bool measured() const { return h2d_gbps > 0 || device_copy_gbps > 0 || host_add_gbps > 0; }
 };
 

@@ -50,6 +50,8 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
   std::vector<bool> grad_alive(units, false);
+  uint64_t d2h_issued = 0;  // D2H bytes issued so far on the copy stream, for head_d2h
+  bool host_added = false;
   std::vector<SavedView> saved(units);  // as predict: what mode tracking sees of each saved shard
   const int k = plan.schedule.k();
   for (int mb = 0; mb < k; ++mb) {
@@ -60,6 +62,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       mode->prepare_backward(u, m);
       // The generator writes the gradient, and reads it too when it accumulates (after an n).
       w.backward_device += padded * bg * (grad_alive[ui] ? 2 : 1);
+      if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) continue;
       grad_alive[ui] = false;
@@ -71,6 +74,13 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       s.device += (div.pre_pass ? 2 * padded * bg : 0) + (div.post_pass ? 2 * shard * br : 0);
       w.device += rs_copy + s.device;
       w.host += s.host;
+      if (s.host > 0 && !host_added) {  // the first host add: behind its own D2H (or first chunk)
+        host_added = true;
+        const bool piped = name == "cpu-add-pipelined";
+        const uint64_t cn = detail::chunk_numel(plan.chunk_bytes, plan.dtypes.accum);
+        w.head_d2h = d2h_issued + (piped ? std::min(c.d2h, cn * ba) : c.d2h);
+      }
+      d2h_issued += c.d2h;
       if (c.new_saved)
         saved[ui] = {true, offload->offloaded() ? MemSpace::pinned_host : MemSpace::device, shard};
       if (c.new_saved) mode->shard_saved(u);
@@ -121,16 +131,23 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   };
   if (n >= 2 && c.reduce_scatter_busbw_gbps > 0) b.terms.push_back({"link", link_ms(w.link)});
   const double tflops = grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32;
-  const double compute_ms = tflops > 0 ? w.flops / (tflops * 1e12) * 1e3 : 0;
-  if (w.flops > 0 && tflops > 0) b.terms.push_back({"compute", compute_ms});
+  const double gemm_ms = tflops > 0 ? w.flops / (tflops * 1e12) * 1e3 : 0;
+  const double generate_ms =
+      c.generate_gelems > 0 ? static_cast<double>(w.backward_elements) / c.generate_gelems * 1e-6
+                            : 0;
+  const double compute_ms = gemm_ms + generate_ms;  // one stream: each GEMM, then the generator
+  if ((w.flops > 0 && tflops > 0) || generate_ms > 0) b.terms.push_back({"compute", compute_ms});
   // The backward, then what only starts after the last one: each part at its own ceiling.
   const double path = std::max(over(w.backward_device, c.device_copy_gbps), compute_ms) +
                       over(w.tail_rs_device + w.tail_device, c.device_copy_gbps) +
                       link_ms(w.tail_rs_link) + over(w.tail_d2h, c.d2h_gbps) +
                       over(w.tail_host, c.host_add_gbps);
+  // Host adds: none starts before the first added shard's D2H (and all before it) has landed.
+  const double host_path =
+      w.host > 0 ? over(w.head_d2h, c.d2h_gbps) + over(w.host, c.host_add_gbps) : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
-    b.terms.push_back({"critical path", path});
+    b.terms.push_back({"critical path", std::max(path, host_path)});
   for (const BoundTerm& t : b.terms)
     if (!b.ms || t.ms > *b.ms) {
       b.ms = t.ms;

@@ -21,7 +21,11 @@ struct BoundWork {
   double flops = 0;           // the GEMM backward's (0 with synthetic)
   // The critical path: the backward (every unit, every micro-batch, one stream, in series), then
   // what must follow the step's last backward (unit 0 of the last micro-batch, when it syncs).
-  uint64_t backward_device = 0;                           // the generator's part of `device`
+  uint64_t backward_device = 0;    // the generator's part of `device`
+  uint64_t backward_elements = 0;  // the elements it writes (dyadic only: its ceiling's mode)
+  // The host adds start only after the D2H of the first shard they add has landed, behind every
+  // D2H issued before it on the one copy stream: those bytes (0 without host adds).
+  uint64_t head_d2h = 0;
   uint64_t tail_rs_device = 0, tail_rs_link = 0;          // unit 0's last reduce-scatter
   uint64_t tail_device = 0, tail_d2h = 0, tail_host = 0;  // its add, D2H, CPU add and division
 };
@@ -52,9 +56,12 @@ struct Bound {
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory host/host_add; device memory
-/// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute flops/the
-/// GEMM ceiling of `grad` (with flops only); critical path the sum of its parts, each over its
-/// ceiling. A part whose ceiling is 0 counts 0; a term all of whose ceilings are 0 is left out.
+/// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the compute
+/// stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
+/// generator's rate (the generator follows each GEMM, and is the whole synthetic backward);
+/// critical path the larger of (the backward, then the tail) and (head_d2h at d2h, then every host
+/// byte at host_add), each part over its ceiling. A part whose ceiling is 0 counts 0; a term all of
+/// whose ceilings are 0 is left out.
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
 
 }  // namespace shardaccum

@@ -95,13 +95,55 @@ TEST(Bound, CpuAddIsBoundByHostMemory) {
   c.d2h_gbps = 50;
   c.host_add_gbps = 10;
   c.device_copy_gbps = 2000;
+  // The first CPU add (micro-batch 1, unit 1) waits for its D2H behind micro-batch 0's two.
+  EXPECT_EQ(w.head_d2h, 12'582'912u);
   const Bound b = case_bound(w, c, 1, DType::fp32);
-  EXPECT_EQ(b.by, "host memory");
-  EXPECT_NEAR(*b.ms, 9.2274688, 1e-9);
+  EXPECT_NEAR(term(b, "host memory"), 9.2274688, 1e-9);
   EXPECT_NEAR(term(b, "copy engines"), 0.67108864, 1e-9);  // only d2h measured
   EXPECT_NEAR(term(b, "device memory"), 0.050331648, 1e-9);
-  // Backward 32 MiB + RS copy 8 MiB at 2000, D2H 4 MiB at 50, host 20 MiB at 10.
-  EXPECT_NEAR(term(b, "critical path"), 0.016777216 + 0.004194304 + 0.08388608 + 2.097152, 1e-9);
+  // The larger of: backward 32 MiB + RS copy 8 MiB at 2000, D2H 4 MiB at 50, host 20 MiB at 10
+  // (2.20 ms); and 12 MiB of D2H at 50, then all 92 MB of host work at 10 (9.48 ms).
+  EXPECT_EQ(b.by, "critical path");
+  EXPECT_NEAR(*b.ms, 0.25165824 + 9.2274688, 1e-9);
+  c.host_add_gbps = 100;  // a faster CPU, a slower device: the backward's path is the longer one
+  c.device_copy_gbps = 20;
+  EXPECT_NEAR(term(case_bound(w, c, 1, DType::fp32), "critical path"),
+              1.6777216 + 0.4194304 + 0.08388608 + 0.2097152, 1e-9);
+  // Pipelined in 1 MiB chunks, the first add waits for one chunk of its shard only.
+  CasePlan piped = plan_for("uniform:2x1M", "SSSS", spec("cpu-add-pipelined"));
+  piped.chunk_bytes = 1 << 20;
+  EXPECT_EQ(bound_work(piped, 1).head_d2h, 9'437'184u);
+  EXPECT_EQ(bound_work(plan_for("uniform:2x1M", "SSSS", spec("gpu-add")), 1).head_d2h, 0u);
+}
+
+// The synthetic backward at the generator's own measured rate (1e9 elements/s here): 2 units *
+// 4 micro-batches * 1 Mi elements = 8.39 ms, in series on the compute stream.
+TEST(Bound, SyntheticBackwardIsTheGeneratorAtItsRate) {
+  CasePlan p = plan_for("uniform:2x1M", "nnnS", spec("none"));
+  const BoundWork w = bound_work(p, 1);
+  EXPECT_EQ(w.backward_elements, 8'388'608u);
+  Ceilings c;
+  c.generate_gelems = 1;
+  Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_EQ(b.by, "compute");
+  EXPECT_NEAR(*b.ms, 8.388608, 1e-9);
+  c.device_copy_gbps = 2000;  // unit 0's RS copy (8 MiB) and division (8 MiB) follow it
+  b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_EQ(b.by, "critical path");
+  EXPECT_NEAR(*b.ms, 8.388608 + 0.008388608, 1e-9);
+  // The generator's rate is measured with dyadic values: random ones are not bounded by it.
+  p.gen = GenMode::random;
+  EXPECT_EQ(bound_work(p, 1).backward_elements, 0u);
+  // With --backward gemm the generator follows each GEMM on the same stream: the two add up.
+  CasePlan g = plan_for("uniform:2x1M", "nnnS", spec("none"));
+  g.backward = Backward::gemm;
+  g.tokens = 1024;
+  Ceilings gc;
+  gc.generate_gelems = 1;
+  gc.gemm_tflops_fp32 = 400;
+  const BoundWork gw = bound_work(g, 1);
+  EXPECT_NEAR(term(case_bound(gw, gc, 1, DType::fp32), "compute"),
+              gw.flops / 400e12 * 1e3 + 8.388608, 1e-9);
 }
 
 // The pipelined values move and add what gpu-add and cpu-add do; only the tail shrinks: unit 0's
