@@ -370,10 +370,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
                                       "0 (cores / world size) to " + std::to_string(4 * hw) +
                                           " (4x the " + std::to_string(hw) + " hardware threads)"));
-  o.host_threads = static_cast<int>(
-      parse_int_flag(host_threads_s, "--host-threads", 0, int64_t{4} * hw,
-                     "0 (the rank's share) to " + std::to_string(4 * hw) + " (4x the " +
-                         std::to_string(hw) + " hardware threads)"));
+  o.host_threads =
+      static_cast<int>(parse_int_flag(host_threads_s, "--host-threads", 0, int64_t{4} * hw,
+                                      "0 (the rank's share) to " + std::to_string(4 * hw) +
+                                          " (4x the " + std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {

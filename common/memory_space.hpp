@@ -11,8 +11,9 @@ namespace shardaccum {
 enum class MemSpace : uint8_t { device, pinned_host, pageable_host };
 inline constexpr int kMemSpaceCount = 3;
 inline const char* space_name(MemSpace s) {
-  return s == MemSpace::device ? "device" : s == MemSpace::pinned_host ? "pinned_host"
-                                                                       : "pageable_host";
+  return s == MemSpace::device        ? "device"
+         : s == MemSpace::pinned_host ? "pinned_host"
+                                      : "pageable_host";
 }
 /// True for the two host spaces (a copy to or from one is a counted D2H or H2D).
 inline bool is_host(MemSpace s) { return s != MemSpace::device; }

@@ -12,7 +12,7 @@ struct StepMetrics {
   double step_ms = 0;                          // wall of the step on this rank (host or GPU time)
   std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
   uint64_t h2d_bytes = 0, d2h_bytes = 0;       // counted where the copies are issued
-  uint64_t d2h_pageable_bytes = 0;  // of d2h_bytes, those into pageable host memory
+  uint64_t d2h_pageable_bytes = 0;             // of d2h_bytes, those into pageable host memory
   uint64_t nccl_input_bytes = 0;               // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU

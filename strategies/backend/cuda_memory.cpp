@@ -113,8 +113,9 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
     // Plain host memory, neither registered nor touched: a D2H into it is staged and synchronous,
     // and its pages are faulted in during the copy (FSDP2's fresh `.to("cpu")`).
     p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw BackendError(who("allocate") + ": out of host memory allocating " +
-                               std::to_string(bytes) + " pageable bytes");
+    if (!p)
+      throw BackendError(who("allocate") + ": out of host memory allocating " +
+                         std::to_string(bytes) + " pageable bytes");
     pageable_current_ += bytes;
     pageable_peak_ = std::max(pageable_peak_, pageable_current_);
   } else {

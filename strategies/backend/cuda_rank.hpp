@@ -138,7 +138,7 @@ class CudaRank final : public RankBackend {
     MemSpace space = MemSpace::device;
     uint64_t bytes = 0;
     uint64_t counted = 0;  // host bytes in the peaks: `bytes`, or its power of two (host cached)
-    Access write;               // the last write (or the allocation, on its stream)
+    Access write;          // the last write (or the allocation, on its stream)
     cudaEvent_t reads[4] = {};  // the last read on each stream since that write
     // The last access through a view (Buffer::view) on each stream: views of one allocation are
     // ordered by their strategy (disjoint chunks), whole-buffer ops wait for them all.
