@@ -12,8 +12,8 @@ std::string CaseSpec::name() const {
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout, schedule, strategy, dtypes, gen,        seed,
-                  name(),  backward, tokens,   tf32,   chunk_bytes};
+  return CasePlan{*layout, schedule, strategy, dtypes, gen,         seed,
+                  name(),  backward, tokens,   tf32,   chunk_bytes, host_threads};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -23,8 +23,8 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
       for (const auto& d : a.dtypes)
         for (const auto& st : a.strategies)
           for (const auto& sc : a.schedules)
-            cases.push_back(
-                {m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32, a.chunk_bytes});
+            cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
+                             a.chunk_bytes, a.host_threads});
   return cases;
 }
 

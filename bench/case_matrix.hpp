@@ -23,6 +23,7 @@ struct MatrixAxes {
   uint64_t tokens = 0;
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
+  int host_threads = 0;                       // --host-threads (cpu-add-pageable)
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -40,6 +41,7 @@ struct CaseSpec {
   uint64_t tokens = 0;
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: not in the name (one per run)
+  int host_threads = 0;                       // --host-threads: not in the name (one per run)
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they

@@ -192,7 +192,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
               seed_s = std::to_string(o.seed), threads_s = std::to_string(o.threads),
               trace_steps_s = std::to_string(o.trace_steps), tokens_s = std::to_string(o.tokens),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s)),
-              chunk_s = std::to_string(o.chunk_bytes);
+              chunk_s = std::to_string(o.chunk_bytes),
+              host_threads_s = std::to_string(o.host_threads);
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
                model_choices_help({SHARDACCUM_CONFIG_DIR}) +
@@ -259,6 +260,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->type_name("UINT");
   app.add_option("--threads", threads_s,
                  "Host threads per rank for CPU adds (0: cores / world size)")
+      ->capture_default_str()
+      ->type_name("INT");
+  // torchrun sets OMP_NUM_THREADS=1 when nproc_per_node > 1 (torch/distributed/run.py).
+  app.add_option("--host-threads", host_threads_s,
+                 "Intra-op threads of offload:cpu-add-pageable's CPU add (0: --threads' share; "
+                 "torchrun sets 1 when it starts more than one process)")
       ->capture_default_str()
       ->type_name("INT");
   app.add_option("--cupti", o.cupti,
@@ -362,6 +369,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.threads =
       static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
                                       "0 (cores / world size) to " + std::to_string(4 * hw) +
+                                          " (4x the " + std::to_string(hw) + " hardware threads)"));
+  o.host_threads =
+      static_cast<int>(parse_int_flag(host_threads_s, "--host-threads", 0, int64_t{4} * hw,
+                                      "0 (the rank's share) to " + std::to_string(4 * hw) +
                                           " (4x the " + std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");

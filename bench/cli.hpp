@@ -31,7 +31,8 @@ struct BenchOptions {
   bool tf32 = false;                          // --tf32: fp32 GEMMs may use TF32 tensor cores
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: the pipelined offloads' chunk
   uint64_t seed = 0x5a5a;
-  int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
+  int threads = 0;       // host threads per rank for adds; 0: hardware threads / world size
+  int host_threads = 0;  // --host-threads: cpu-add-pageable's CPU add threads; 0: the rank's share
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit

@@ -212,6 +212,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.gen = o.gen == "random" ? GenMode::random : GenMode::dyadic;
   a.seed = o.seed;
   a.chunk_bytes = o.chunk_bytes;
+  a.host_threads = o.host_threads;
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

@@ -69,6 +69,8 @@ const std::vector<CounterDef>& counter_table() {
        &Prediction::h2d_bytes},
       {"d2h_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_bytes>, false, "model_d2h_bytes",
        &Prediction::d2h_bytes},
+      {"d2h_pageable_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_pageable_bytes>, false,
+       "model_d2h_pageable_bytes", &Prediction::d2h_pageable_bytes},
       {"nccl_input_bytes", "bytes", K::per_step, field<&StepMetrics::nccl_input_bytes>, false,
        "model_nccl_input_bytes", &Prediction::nccl_input_bytes},
       {"reduce_scatter_calls", "calls", K::per_step, field<&StepMetrics::reduce_scatter_calls>},
@@ -84,6 +86,8 @@ const std::vector<CounterDef>& counter_table() {
        "model_peak_device_bytes", &Prediction::peak_device_bytes},
       {"peak_pinned_bytes", "bytes", K::peak, field<&StepMetrics::peak_pinned_bytes>, false,
        "model_peak_pinned_bytes", &Prediction::peak_pinned_bytes},
+      {"peak_pageable_bytes", "bytes", K::peak, field<&StepMetrics::peak_pageable_bytes>, false,
+       "model_peak_pageable_bytes", &Prediction::peak_pageable_bytes},
   };
   return table;
 }

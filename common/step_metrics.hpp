@@ -12,6 +12,7 @@ struct StepMetrics {
   double step_ms = 0;                          // wall of the step on this rank (host or GPU time)
   std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
   uint64_t h2d_bytes = 0, d2h_bytes = 0;       // counted where the copies are issued
+  uint64_t d2h_pageable_bytes = 0;             // of d2h_bytes, those into pageable host memory
   uint64_t nccl_input_bytes = 0;               // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
@@ -43,7 +44,7 @@ struct StepMetrics {
                    &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
                    &StepMetrics::cpu_add_bytes, &StepMetrics::division_device_bytes,
                    &StepMetrics::division_host_bytes, &StepMetrics::accounted_h2d_bytes,
-                   &StepMetrics::accounted_d2h_bytes})
+                   &StepMetrics::accounted_d2h_bytes, &StepMetrics::d2h_pageable_bytes})
       this->*f = op(this->*f, o.*f);
     for (auto f :
          {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
@@ -52,9 +53,11 @@ struct StepMetrics {
       this->*f = op(this->*f, o.*f);
     peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
     peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);
+    peak_pageable_bytes = std::max(peak_pageable_bytes, o.peak_pageable_bytes);
     bytes_from_cupti = bytes_from_cupti || o.bytes_from_cupti;
   }
   uint64_t peak_device_bytes = 0, peak_pinned_bytes = 0;  // high watermarks since begin_step
+  uint64_t peak_pageable_bytes = 0;  // pageable host memory's high watermark since begin_step
 };
 
 }  // namespace shardaccum

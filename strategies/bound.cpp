@@ -23,7 +23,8 @@ SyncBytes sync_bytes(std::string_view offload, bool add, uint64_t shard, const D
   if (offload == "copy" || !add) return {cast, 0};              // start_saved: the cast, then a D2H
   // The pipelined values do the same work in chunks.
   if (offload == "gpu-add" || offload == "gpu-add-pipelined") return {cast + 3 * ba, 0};
-  if (offload == "cpu-add" || offload == "cpu-add-pipelined") return {cast, 3 * ba};
+  if (offload == "cpu-add" || offload == "cpu-add-pipelined" || offload == "cpu-add-pageable")
+    return {cast, 3 * ba};
   return {};  // a value this function does not know: its copies only (predict's)
 }
 
@@ -42,7 +43,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
     w.flops += plan.backward == Backward::gemm ? gemm_flops(u, plan.tokens) * plan.schedule.k() : 0;
 
   const size_t units = plan.layout.units.size();
-  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes};
+  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes, plan.host_threads};
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const std::string& name = plan.strategy.offload;

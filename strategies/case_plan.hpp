@@ -29,6 +29,8 @@ struct CasePlan {
   bool tf32 = false;    // fp32 GEMMs may use TF32 tensor cores (--tf32)
   /// The pipelined offloads' chunk in bytes of the accum dtype (--chunk-bytes; others ignore it).
   uint64_t chunk_bytes = kDefaultChunkBytes;
+  /// cpu-add-pageable's CPU add threads (--host-threads; others ignore it); 0: the rank's share.
+  int host_threads = 0;
 };
 
 }  // namespace shardaccum

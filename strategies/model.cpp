@@ -13,7 +13,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const int n = world_size;
   Prediction p;
   const size_t units = plan.layout.units.size();
-  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes};
+  const AxisArgs args{units, plan.dtypes, plan.chunk_bytes, plan.host_threads};
   auto mode = ModeRegistry::get().make(plan.strategy.mode, args);
   const auto offload = OffloadRegistry::get().make(plan.strategy.offload, args);
   const DivisionSteps div = division_steps(plan.strategy.division, n);
@@ -68,6 +68,8 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       const SyncCost c = offload->predicted(add, shard, plan.dtypes);
       p.h2d_bytes += c.h2d;
       p.d2h_bytes += c.d2h;
+      p.d2h_pageable_bytes += c.d2h_pageable;
+      p.peak_pageable_bytes = std::max(p.peak_pageable_bytes, c.pageable_transient);
       const bool stored = c.new_saved;
       if (!offload->offloaded()) {
         if (stored && cast) {  // the saved shard is a converted copy of out
@@ -81,7 +83,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           dev -= shard * br;  // out was added into the saved shard and freed
       } else {
         dev += c.device_transient;
-        if (stored && !saved[ui].present) pinned += shard * ba;
+        if (stored && !saved[ui].present) pinned += offload->saved_pinned_bytes(shard, plan.dtypes);
         // One host task per piece (per chunk with pinned_chunk), each allocating its staging
         // beside the stagings of the tasks still pending.
         uint64_t left = c.pinned_transient;

@@ -17,6 +17,9 @@ struct Prediction {
   uint64_t peak_device_bytes =
       0;  // unsharded gradients alive or in flight at once + out + staging + device saved
   uint64_t peak_pinned_bytes = 0;  // saved for every unit + staging
+  /// cpu-add-pageable: (s-1) * (P_u/N) * b_a of the D2H into pageable memory when mode tracking
+  /// sees the shard; its peak is the largest fresh pageable shard (one alive at a time).
+  uint64_t d2h_pageable_bytes = 0, peak_pageable_bytes = 0;
   /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre) and 2 * (P_u/N) * b_r
   /// (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives (host when
   /// offloaded). In place: no term of the peaks.

@@ -36,6 +36,7 @@ struct AxisArgs {
   size_t units = 0;                           // flat parameters of the layout
   DTypeTriple dtypes;                         // grad-reduce-accum
   uint64_t chunk_bytes = kDefaultChunkBytes;  // the pipelined offloads' chunk (CasePlan)
+  int host_threads = 0;  // cpu-add-pageable's CPU add threads (CasePlan); 0: the rank's share
 };
 
 /// One axis's values. `Interface` names its axis in `static constexpr const char* kAxis`.

@@ -11,7 +11,8 @@ namespace shardaccum {
 StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
     : be_(be),
       plan_(plan),
-      strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes),
+      strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes,
+                plan.host_threads),
       dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());

@@ -49,9 +49,10 @@ void validate(const StrategySpec& s) {
 }
 
 AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t units,
-                                           DTypeTriple dtypes, uint64_t chunk_bytes)
+                                           DTypeTriple dtypes, uint64_t chunk_bytes,
+                                           int host_threads)
     : spec_(spec), dtypes_(dtypes) {
-  const AxisArgs args{units, dtypes, chunk_bytes};
+  const AxisArgs args{units, dtypes, chunk_bytes, host_threads};
   mode_ = ModeRegistry::get().make(spec.mode, args);
   offload_ = OffloadRegistry::get().make(spec.offload, args);
   binding_ = BindingRegistry::get().make(spec.binding, args);

@@ -70,7 +70,7 @@ class AccumulationStrategy {
   /// Throws std::invalid_argument for an unregistered axis value. `chunk_bytes`: the pipelined
   /// offloads' chunk (CasePlan::chunk_bytes).
   AccumulationStrategy(const StrategySpec& spec, size_t units, DTypeTriple dtypes,
-                       uint64_t chunk_bytes = kDefaultChunkBytes);
+                       uint64_t chunk_bytes = kDefaultChunkBytes, int host_threads = 0);
   const StrategySpec& spec() const { return spec_; }
   bool offloaded() const { return offload_->offloaded(); }
   const OffloadPolicy& offload() const { return *offload_; }

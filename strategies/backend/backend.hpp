@@ -60,11 +60,23 @@ class RankBackend : public BufferOwner {
 
   /// Allocates `numel` elements at the point of use; contents are undefined (NaN on host).
   virtual Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) = 0;
-  /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces.
+  /// Pinned host memory through a caching host allocator, as FSDP2's `.to("cpu", pin_memory)`
+  /// gets it: counted in peak_pinned_bytes at cached_host_bytes (the power of two above the
+  /// request, docs/PRESETS.md F1) while it is alive. The default, a backend without that
+  /// accounting, is a plain pinned allocation.
+  virtual Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) {
+    return allocate(MemSpace::pinned_host, dtype, numel, s);
+  }
+  /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces
+  /// (a copy into pageable_host is also counted in d2h_pageable_bytes). Host to host: BackendError.
   virtual void copy(Buffer& dst, const Buffer& src, Stream s) = 0;
   /// dst += src elementwise with dtype conversion, both in `space` (device add: accumulate phase;
-  /// pinned_host add: the CPU add, cpu_add phase). An operand elsewhere is a BackendError.
+  /// pinned_host add: the CPU add, cpu_add phase, whose operands may be in either host space,
+  /// add_operand_in). An operand elsewhere is a BackendError.
   virtual void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) = 0;
+  /// The OpenMP threads of the CPU adds issued from now on (--host-threads); 0: the rank's share
+  /// (--threads), as before any call. A backend without a thread team ignores it.
+  virtual void set_cpu_add_threads(int threads) { (void)threads; }
   /// dst = src converted to dst's dtype, both on the device (not a counted copy).
   virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
   /// dst *= factor in dst's space (the division axis: finalize phase). Counted in

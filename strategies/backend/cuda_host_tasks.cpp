@@ -69,7 +69,7 @@ void CudaRank::after_tasks(Lock& l, std::initializer_list<const Buffer*> operand
   if (tasks_done_.load() >= queued) return;
   bool touched = false;
   for (const Buffer* b : operands) {
-    if (!b || b->space() != MemSpace::pinned_host) continue;
+    if (!b || !is_host(b->space())) continue;
     const Alloc* a = find_alloc(*b);  // a view: its allocation's epoch
     touched = touched || (a && a->task_epoch < queued);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/errors.hpp"
 #include "strategies/backend/cuda_util.hpp"
@@ -48,6 +49,17 @@ void* CudaRank::allocate_pinned(uint64_t bytes) {
   return p;
 }
 
+Buffer CudaRank::allocate_host_cached(DType dtype, uint64_t numel, Stream s) {
+  Buffer b = allocate(MemSpace::pinned_host, dtype, numel, s);
+  Lock l(mu_);
+  Alloc& a = allocs_.at(b.data());
+  const uint64_t extra = cached_host_bytes(a.bytes) - a.bytes;
+  a.counted += extra;
+  pinned_current_ += extra;
+  pinned_peak_ = std::max(pinned_peak_, pinned_current_);
+  return b;
+}
+
 Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) {
   if (numel == 0) throw BackendError(who("allocate") + ": 0 elements");
   set_device(device_);
@@ -57,7 +69,7 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
   void* p = nullptr;
   Alloc a;
   a.space = space;
-  a.bytes = bytes;
+  a.bytes = a.counted = bytes;
   a.task_epoch = tasks_queued_.load();
   if (space == MemSpace::device) {
     cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_.get(), stream(s));
@@ -97,6 +109,15 @@ Buffer CudaRank::allocate(MemSpace space, DType dtype, uint64_t numel, Stream s)
     SA_CUDA_CHECK(cudaEventRecord(ev, stream(s)));
     a.write = {ev, si};
     a.last_stream = si;
+  } else if (space == MemSpace::pageable_host) {
+    // Plain host memory, neither registered nor touched: a D2H into it is staged and synchronous,
+    // and its pages are faulted in during the copy (FSDP2's fresh `.to("cpu")`).
+    p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+      throw BackendError(who("allocate") + ": out of host memory allocating " +
+                         std::to_string(bytes) + " pageable bytes");
+    pageable_current_ += bytes;
+    pageable_peak_ = std::max(pageable_peak_, pageable_current_);
   } else {
     p = allocate_pinned(bytes);
     pinned_current_ += bytes;
@@ -125,6 +146,12 @@ void CudaRank::release(Buffer& b) noexcept {
         if (t != f && a.views[t]) SA_CUDA_CHECK(cudaStreamWaitEvent(fs, a.views[t], 0));
       }
       SA_CUDA_CHECK(cudaFreeAsync(b.data(), fs));
+    } else if (a.space == MemSpace::pageable_host) {
+      // Freed now, after the GPU's accesses to it (its D2H was waited for by its user already).
+      for (cudaEvent_t ev : {a.write.ev, a.reads[0], a.reads[1], a.reads[2], a.reads[3]})
+        if (ev) log_cuda_error(cudaEventSynchronize(ev), "cudaEventSynchronize", who("release"));
+      std::free(b.data());
+      pageable_current_ -= a.bytes;
     } else {
       // Counted as freed now; the block is reused once the copies that used it have completed.
       DeferredFree d{b.data(), {}};
@@ -145,7 +172,7 @@ void CudaRank::release(Buffer& b) noexcept {
         arena_.free(b.data());
       else
         deferred_.push_back(std::move(d));
-      pinned_current_ -= a.bytes;
+      pinned_current_ -= a.counted;
     }
     allocs_.erase(it);
   } catch (const std::exception& e) {

@@ -24,10 +24,10 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
     throw BackendError(who("copy") + " between " + shape(src) + " and " + shape(dst) +
                        ": copies move bytes, dtype and numel must match");
-  if (dst.space() == MemSpace::pinned_host && src.space() == MemSpace::pinned_host)
+  if (is_host(dst.space()) && is_host(src.space()))
     throw BackendError(who("copy") + ": host-to-host copy is not a transfer of this suite");
-  const bool h2d = src.space() == MemSpace::pinned_host;
-  const bool d2h = dst.space() == MemSpace::pinned_host;
+  const bool h2d = is_host(src.space());
+  const bool d2h = is_host(dst.space());
   const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
   const int si = idx(s);
   // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase.
@@ -38,14 +38,16 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
   if (h2d) m_.h2d_bytes += src.bytes();
   if (d2h) m_.d2h_bytes += src.bytes();
+  if (d2h && dst.space() == MemSpace::pageable_host) m_.d2h_pageable_bytes += src.bytes();
 }
 
 void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   set_device(device_);
   Lock l(mu_);
   if (space == MemSpace::pinned_host) after_tasks(l, {&dst, &src}, "add");
-  in_space(dst, space, "add", "accumulator");
-  in_space(src, space, "add", "addend");
+  // The CPU add's operands may be in either host space (add_operand_in).
+  in_space(dst, is_host(space) && is_host(dst.space()) ? dst.space() : space, "add", "accumulator");
+  in_space(src, is_host(space) && is_host(src.space()) ? src.space() : space, "add", "addend");
   if (dst.numel() != src.numel())
     throw BackendError(who("add") + " of " + shape(src) + " into " + shape(dst) +
                        ": numel differs");
@@ -63,7 +65,8 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
   host_op(l, Phase::cpu_add, {{&src, false}, {&dst, true}}, "cpu add", [&] {
     // NVTX only: host_op draws the CPU add on the trace's "host" track.
     nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_, false);
-    host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), world_.host_threads());
+    host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(),
+             add_threads_ > 0 ? add_threads_ : world_.host_threads());
   });
 }
 

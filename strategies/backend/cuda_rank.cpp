@@ -2,6 +2,7 @@
 #include "strategies/backend/cuda_rank.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/errors.hpp"
 #include "strategies/backend/cuda_util.hpp"
@@ -65,6 +66,8 @@ CudaRank::~CudaRank() {
                        "cudaFreeAsync", who("shutdown"));
     log_cuda_error(cudaStreamSynchronize(stream(Stream::compute)), "cudaStreamSynchronize",
                    who("shutdown"));
+    for (auto& [p, a] : allocs_)  // after the drain: no copy into them is pending
+      if (a.space == MemSpace::pageable_host) std::free(const_cast<void*>(p));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardaccum cuda: rank %d shutdown: %s\n", rank_, e.what());
   }

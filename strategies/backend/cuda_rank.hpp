@@ -69,6 +69,9 @@ class CudaRank final : public RankBackend {
   int rank() const override { return rank_; }
   int world_size() const override;
   Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) override;
+  /// Pinned from the arena, counted at cached_host_bytes (PyTorch's power-of-two host blocks).
+  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) override;
+  void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
   void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) override;
   void convert(Buffer& dst, const Buffer& src, Stream s) override;
@@ -134,7 +137,8 @@ class CudaRank final : public RankBackend {
   struct Alloc {
     MemSpace space = MemSpace::device;
     uint64_t bytes = 0;
-    Access write;               // the last write (or the allocation, on its stream)
+    uint64_t counted = 0;  // host bytes in the peaks: `bytes`, or its power of two (host cached)
+    Access write;          // the last write (or the allocation, on its stream)
     cudaEvent_t reads[4] = {};  // the last read on each stream since that write
     // The last access through a view (Buffer::view) on each stream: views of one allocation are
     // ordered by their strategy (disjoint chunks), whole-buffer ops wait for them all.
@@ -259,6 +263,8 @@ class CudaRank final : public RankBackend {
   std::map<const void*, Alloc> allocs_;  // ordered: a view finds the allocation below it
   std::vector<DeferredFree> deferred_;
   uint64_t pinned_current_ = 0, pinned_peak_ = 0;
+  uint64_t pageable_current_ = 0, pageable_peak_ = 0;  // plain malloc'ed host memory
+  int add_threads_ = 0;  // set_cpu_add_threads; 0: the world's host_threads()
   std::atomic<int> pinned_growths_{0};
   std::atomic<uint64_t> pinned_capacity_{0};
   bool in_step_ = false;

@@ -76,6 +76,7 @@ void CudaRank::begin_step() {
   uint64_t zero = 0;  // resets the high watermark to the memory in use now
   SA_CUDA_CHECK(cudaMemPoolSetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &zero));
   pinned_peak_ = pinned_current_;
+  pageable_peak_ = pageable_current_;
   // Every kernel stamp unset (all ones), before the step's start: the streams are idle.
   SA_CUDA_CHECK(
       cudaMemsetAsync(kernel_stamps_.get(), 0xff, kernel_stamps_.bytes(), stream(Stream::compute)));
@@ -170,6 +171,7 @@ StepMetrics CudaRank::end_step() {
   SA_CUDA_CHECK(cudaMemPoolGetAttribute(pool_.get(), cudaMemPoolAttrUsedMemHigh, &high));
   m_.peak_device_bytes = high;
   m_.peak_pinned_bytes = pinned_peak_;
+  m_.peak_pageable_bytes = pageable_peak_;
   m_.accounted_h2d_bytes = m_.h2d_bytes;
   m_.accounted_d2h_bytes = m_.d2h_bytes;
   if (trace::current()) trace_ops_from_events(at, stamped);

@@ -71,16 +71,18 @@ class HostRank final : public RankBackend {
   int world_size() const override { return world_; }
 
   Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream) override {
+    return allocate_counted(space, dtype, numel, numel * dtype_bytes(dtype));
+  }
+
+  // Counted at the allocator's power of two; the buffer itself holds only what was asked for.
+  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream) override {
     if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
-    const uint64_t bytes = numel * dtype_bytes(dtype);
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    detail::poison(p, dtype, numel);
-    Arena& a = arena(space);
-    a.live.emplace(p, bytes);
-    a.current += bytes;
-    a.peak = std::max(a.peak, a.current);
-    return Buffer(this, p, space, dtype, numel);
+    return allocate_counted(MemSpace::pinned_host, dtype, numel,
+                            cached_host_bytes(numel * dtype_bytes(dtype)));
+  }
+
+  void set_cpu_add_threads(int threads) override {
+    add_threads_ = threads > 0 ? threads : threads_;
   }
 
   void release(Buffer& b) noexcept override {
@@ -99,10 +101,10 @@ class HostRank final : public RankBackend {
     if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
       throw BackendError("host backend: copy between " + shape(src) + " and " + shape(dst) +
                          ": copies move bytes, dtype and numel must match");
-    if (dst.space() == MemSpace::pinned_host && src.space() == MemSpace::pinned_host)
+    if (is_host(dst.space()) && is_host(src.space()))
       throw BackendError("host backend: host-to-host copy is not a transfer of this suite");
-    const bool h2d = src.space() == MemSpace::pinned_host;
-    const bool d2h = dst.space() == MemSpace::pinned_host;
+    const bool h2d = is_host(src.space());
+    const bool d2h = is_host(dst.space());
     const auto t0 = Clock::now();
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (h2d) {
@@ -110,6 +112,7 @@ class HostRank final : public RankBackend {
       done(Phase::h2d, t0, trace::track::of(s), "copy", src.bytes());
     } else if (d2h) {
       m_.d2h_bytes += src.bytes();
+      if (dst.space() == MemSpace::pageable_host) m_.d2h_pageable_bytes += src.bytes();
       done(Phase::d2h, t0, trace::track::of(s), "copy", src.bytes());
     } else {
       done(Phase::accumulate, t0, trace::track::of(s), "copy", src.bytes());
@@ -117,8 +120,8 @@ class HostRank final : public RankBackend {
   }
 
   void add(Buffer& dst, const Buffer& src, MemSpace space, Stream stream) override {
-    expect_in(dst, space, "add", "accumulator");
-    expect_in(src, space, "add", "addend");
+    expect_in(dst, space, "add", "accumulator", true);
+    expect_in(src, space, "add", "addend", true);
     if (dst.numel() != src.numel())
       throw BackendError("host backend: add of " + shape(src) + " into " + shape(dst) +
                          ": numel differs");
@@ -127,7 +130,8 @@ class HostRank final : public RankBackend {
     void* d = dst.data();
     const void* s = src.data();
     const int64_t n = static_cast<int64_t>(dst.numel());
-#pragma omp parallel for num_threads(threads_) schedule(static)
+    const int team = space == MemSpace::device ? threads_ : add_threads_;
+#pragma omp parallel for num_threads(team) schedule(static)
     for (int64_t i = 0; i < n; ++i)
       detail::store(d, dt, i, detail::load(d, dt, i) + detail::load(s, st, i));
     // Bytes read + written: both operands read, the accumulator written.
@@ -255,6 +259,7 @@ class HostRank final : public RankBackend {
     m_.step_ms = ms_since(step_start_);
     m_.peak_device_bytes = arena(MemSpace::device).peak;
     m_.peak_pinned_bytes = arena(MemSpace::pinned_host).peak;
+    m_.peak_pageable_bytes = arena(MemSpace::pageable_host).peak;
     // The contract's GPU-time fields from the host's wall times: every op runs alone (no overlap,
     // no peer wait measured apart from the call).
     m_.nccl_ms = m_.nccl_link_ms = m_.phase_ms[static_cast<int>(Phase::reduce_scatter)];
@@ -270,6 +275,21 @@ class HostRank final : public RankBackend {
 
  private:
   Arena& arena(MemSpace s) { return arenas_[static_cast<int>(s)]; }
+
+  /// A buffer of `numel` elements counted as `counted` bytes of `space`. Pageable memory is not
+  /// poisoned (not pre-touched, as a fresh malloc: its first writer faults its pages in).
+  Buffer allocate_counted(MemSpace space, DType dtype, uint64_t numel, uint64_t counted) {
+    if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
+    const uint64_t bytes = numel * dtype_bytes(dtype);
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    if (space != MemSpace::pageable_host) detail::poison(p, dtype, numel);
+    Arena& a = arena(space);
+    a.live.emplace(p, counted);
+    a.current += counted;
+    a.peak = std::max(a.peak, a.current);
+    return Buffer(this, p, space, dtype, numel);
+  }
 
   /// Attributes the time since t0 to phase `p` and, when this thread records a trace, records
   /// the op on `track` (name = the phase; category "gpu op" on a stream track, "host" on the host
@@ -307,16 +327,19 @@ class HostRank final : public RankBackend {
       throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
                          " is not a live buffer of rank " + std::to_string(rank_) + " (freed?)");
   }
-  void expect_in(const Buffer& b, MemSpace s, const char* op, const char* role) {
+  /// `either_host`: an operand of a CPU add, which may be in either host space (add_operand_in).
+  void expect_in(const Buffer& b, MemSpace s, const char* op, const char* role,
+                 bool either_host = false) {
     expect_live(b, op, role);
-    if (b.space() != s)
+    if (either_host ? !add_operand_in(b.space(), s) : b.space() != s)
       throw BackendError(std::string("host backend: ") + op + ": " + role + " " + shape(b) +
                          " is in the wrong memory space (expected " + space_name(s) + ")");
   }
 
   int rank_, world_, threads_;
+  int add_threads_ = threads_;  // the CPU adds' team (set_cpu_add_threads)
   Rendezvous* rv_ = nullptr;
-  Arena arenas_[2];
+  Arena arenas_[kMemSpaceCount];
   StepMetrics m_;
   Clock::time_point step_start_;
   Clock::time_point first_op_{}, last_op_{};  // the step's first op start and last op end

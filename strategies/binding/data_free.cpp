@@ -22,7 +22,7 @@ class DataFreeBinding final : public Binding {
     const char* why = nullptr;
     if (!dst || !src)
       why = "an operand is not allocated";
-    else if (dst.space() != where || src.space() != where)
+    else if (!add_operand_in(dst.space(), where) || !add_operand_in(src.space(), where))
       why = "operands must both live in the memory space of the add";
     else if (dst.numel() != src.numel())
       why = "element counts differ";

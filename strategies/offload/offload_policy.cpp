@@ -35,10 +35,12 @@ uint64_t chunk_numel(uint64_t chunk_bytes, DType accum) {
   return std::max<uint64_t>(1, chunk_bytes / dtype_bytes(accum));
 }
 
-void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src) {
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_cached) {
   // A saved shard this step did not recognise (shape on the host) is overwritten in place.
   if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
-    u.saved = be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::copy);
+    u.saved = host_cached
+                  ? be.allocate_host_cached(src.dtype(), src.numel(), Stream::copy)
+                  : be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::copy);
   be.wait(Stream::copy, be.record(Stream::comm));
   be.copy(u.saved, src, Stream::copy);
 }

@@ -20,6 +20,9 @@ struct SyncCost {
   /// Non-zero: pinned_transient is held by host tasks of this many bytes each (the last one the
   /// remainder), one per chunk (cpu-add-pipelined); 0: one task holds all of it.
   uint64_t pinned_chunk = 0;
+  /// Of d2h, the bytes copied into pageable host memory, and the pageable buffer alive during the
+  /// add (cpu-add-pageable: one fresh shard, freed after its add).
+  uint64_t d2h_pageable = 0, pageable_transient = 0;
 };
 
 /// The sizes a SyncCost is made of, for a shard of `shard_numel` elements and dtypes `t`.
@@ -51,6 +54,11 @@ class OffloadPolicy {
   virtual SyncCost predicted_start(uint64_t shard_numel, const DTypeTriple& t) const;
   /// What add_to_saved moves.
   virtual SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const = 0;
+  /// The pinned bytes an offloaded saved shard of `shard_numel` elements is counted as. Default:
+  /// shard * b_a; a value that allocates through the caching host allocator overrides it.
+  virtual uint64_t saved_pinned_bytes(uint64_t shard_numel, const DTypeTriple& t) const {
+    return shard_numel * dtype_bytes(t.accum);
+  }
 
   /// Dispatches on `add` (mode tracking's answer), as the strategy does.
   SyncCost predicted(bool add, uint64_t shard_numel, const DTypeTriple& t) const {
@@ -69,8 +77,9 @@ Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
 uint64_t chunk_numel(uint64_t chunk_bytes, DType accum);
 
 /// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of
-/// src's size): the shared first S of an offloaded step, and `copy`'s every S.
-void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src);
+/// src's size): the shared first S of an offloaded step, and `copy`'s every S. `host_cached`:
+/// allocated through RankBackend::allocate_host_cached (cpu-add-pageable).
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_cached = false);
 }  // namespace detail
 
 }  // namespace shardaccum

@@ -17,6 +17,10 @@ class ForwardingRank : public RankBackend {
   Buffer allocate(MemSpace sp, DType t, uint64_t n, Stream s) override {
     return in_.allocate(sp, t, n, s);
   }
+  Buffer allocate_host_cached(DType t, uint64_t n, Stream s) override {
+    return in_.allocate_host_cached(t, n, s);
+  }
+  void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
   void copy(Buffer& d, const Buffer& s, Stream st) override { in_.copy(d, s, st); }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }
   void convert(Buffer& d, const Buffer& s, Stream st) override { in_.convert(d, s, st); }

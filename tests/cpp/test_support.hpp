@@ -60,12 +60,13 @@ inline void expect_bytes_and_peaks_of_the_model(const Outcome& o) {
 /// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code
 /// under test never consults it): without offload every strategy is correct; with offload a case is
 /// correct when the schedule has at most one S, or with mode flag and gpu-add or cpu-add (or their
-/// -pipelined forms).
+/// -pipelined forms, or cpu-add-pageable).
 inline bool design_says_correct(const StrategySpec& s, const Schedule& sched) {
   if (s.offload == "none") return true;
   if (sched.sync_count() <= 1) return true;
-  return s.mode == "flag" && (s.offload == "gpu-add" || s.offload == "cpu-add" ||
-                              s.offload == "gpu-add-pipelined" || s.offload == "cpu-add-pipelined");
+  return s.mode == "flag" &&
+         (s.offload == "gpu-add" || s.offload == "cpu-add" || s.offload == "gpu-add-pipelined" ||
+          s.offload == "cpu-add-pipelined" || s.offload == "cpu-add-pageable");
 }
 
 }  // namespace shardaccum::testing
