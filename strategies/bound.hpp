@@ -15,13 +15,13 @@ namespace shardaccum {
 struct BoundWork {
   uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict)
   uint64_t host = 0;          // CPU adds (src + 2 * dst each) + the host division's pass (r + w)
-  uint64_t device = 0;        // generator, accumulate and convert kernels, device divisions, and
-                              // the world-1 reduce-scatter copy (in + out)
+  uint64_t device = 0;        // generator, accumulate and convert kernels (the copy-in's too),
+                              // device divisions, and the world-1 reduce-scatter copy (in + out)
   uint64_t link = 0;          // reduce-scatter input at world >= 2 (0 at world 1)
   double flops = 0;           // the GEMM backward's (0 with synthetic)
   // The critical path: the backward (every unit, every micro-batch, one stream, in series), then
   // what must follow the step's last backward (unit 0 of the last micro-batch, when it syncs).
-  uint64_t backward_device = 0;                           // the generator's part of `device`
+  uint64_t backward_device = 0;  // the generator's and the copy-in's part of `device`
   uint64_t tail_rs_device = 0, tail_rs_link = 0;          // unit 0's last reduce-scatter
   uint64_t tail_device = 0, tail_d2h = 0, tail_host = 0;  // its add, D2H, CPU add and division
 };
