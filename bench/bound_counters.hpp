@@ -12,7 +12,13 @@
 
 namespace shardaccum {
 
-/// Writes `bound_ms` (case_bound of bound_work(plan, world_size) at `ceilings`, ms per step) and
+/// The fastest rate, GB/s, at which the case's CPU adds ran on any rank: cpu_add_bytes over the
+/// cpu_add phase's busy ms of that rank's sums (0 without CPU adds).
+double host_add_seen_gbps(const CaseTotals& t);
+
+/// Writes `bound_ms` (case_bound of bound_work(plan, world_size) at bound_ceilings(`ceilings`,
+/// host_add_seen_gbps(t)), ms per step), `bound_host_add_gbps` where that raised the host add
+/// ceiling, and
 /// `bound_ratio` = the per-step mean step_ms / bound_ms, both plain, where a bound exists (and
 /// bound_ms > 0 for the ratio); nothing when no ceiling was measured. Returns the bound's `by`
 /// (the term's name, or "no ceilings"): the case's label carries it as "bound by <name>", Google

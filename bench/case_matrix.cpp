@@ -21,10 +21,12 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
   for (const auto& m : a.models)
     for (int w : a.world_sizes)
       for (const auto& d : a.dtypes)
-        for (const auto& st : a.strategies)
+        for (const auto& st : a.strategies) {
+          if (a.dtypes_all && d.grad != d.reduce && !copy_in_separate(st.copy_in)) continue;
           for (const auto& sc : a.schedules)
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
                              a.chunk_bytes, a.host_threads});
+        }
   return cases;
 }
 

@@ -17,6 +17,9 @@ struct MatrixAxes {
   std::vector<Schedule> schedules;
   std::vector<StrategySpec> strategies;
   std::vector<DTypeTriple> dtypes;
+  /// --dtype all: a triple with grad != reduce is left out with a strategy without a copy-in
+  /// (validate(spec, dtypes) refuses it); given by name, validate_cases refuses it instead.
+  bool dtypes_all = false;
   GenMode gen = GenMode::dyadic;
   uint64_t seed = 0x5a5a;
   Backward backward = Backward::synthetic;  // --backward; with gemm, --tokens and --tf32 below

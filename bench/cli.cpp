@@ -56,8 +56,10 @@ Axes (docs/DESIGN.md §3):
 )" + schedules +
          axis_help<Binding>(d.binding) + axis_help<OffloadPolicy>(d.offload) +
          axis_help<ModeTracking>(d.mode) + axis_help<Division>(d.division) +
-         "  preset (replaces the axis flags):\n" + presets +
-         R"(  dtype: grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16.
+         axis_help<CopyIn>({kDefaultCopyIn}) + "  preset (replaces the axis flags):\n" + presets +
+         R"(  dtype: grad-reduce-accum: fp32-fp32-fp32, bf16-bf16-fp32, bf16-bf16-bf16, and
+    bf16-fp32-fp32 with --copy-in chunk-cat (the cast is the copy-in's; `all` leaves it out of
+    cases without one).
 
 Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_out=FILE.json
 --benchmark_out_format=json, --benchmark_repetitions=N, --benchmark_min_warmup_time, ...)";
@@ -222,12 +224,17 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
            joined(ModeRegistry::get().names()) + " or all. Default: " + joined(dm.mode));
   add_list(app, "--division", o.divisions,
            joined(DivisionRegistry::get().names()) + " or all. Default: " + joined(dm.division));
+  add_list(app, "--copy-in", o.copy_ins,
+           joined(CopyInRegistry::get().names()) +
+               " or all, for every strategy (presets too). "
+               "Default: " +
+               std::string(kDefaultCopyIn));
   add_list(app, "--lookahead", o.lookaheads,
            "Reduce-scatters in flight as the backward goes on: 0, 1, unbounded or all. Default: "
            "a preset's own (fsdp2 1; fsdp1, fairscale, zero3 unbounded), else 1");
   add_list(app, "--preset", o.presets,
            joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
-  add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the three supported)")
+  add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the four supported)")
       ->capture_default_str();
   app.add_option("--backend", o.backend, "host, cuda or auto (cuda when a GPU is visible)")
       ->capture_default_str();

@@ -18,6 +18,8 @@ struct BenchOptions {
   std::vector<std::string> bindings, offloads, modes, divisions, presets;
   // --lookahead 0|1|unbounded (a list or all); empty: each strategy's default (strategy.hpp).
   std::vector<std::string> lookaheads;
+  // --copy-in (a list or all), applied to every strategy; empty: kDefaultCopyIn.
+  std::vector<std::string> copy_ins;
   std::vector<std::string> dtypes{"fp32-fp32-fp32"};
   std::string backend = "auto";  // host | cuda | auto
   int warmup = 1, steps = 3;

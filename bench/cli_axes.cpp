@@ -185,6 +185,16 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
         expand(o.modes, ModeRegistry::get().names(), d.mode, "--mode"),
         expand(o.divisions, DivisionRegistry::get().names(), d.division, "--division"));
   }
+  if (!o.copy_ins.empty()) {  // each strategy (a preset's too) once per copy-in given
+    std::vector<StrategySpec> each;
+    for (const auto& st : a.strategies)
+      for (const auto& c : expand(o.copy_ins, CopyInRegistry::get().names(), {}, "--copy-in")) {
+        StrategySpec v = st;
+        v.copy_in = c;
+        each.push_back(v);
+      }
+    a.strategies = std::move(each);
+  }
   if (!o.lookaheads.empty()) {  // each strategy once per lookahead given
     std::vector<std::string> all;
     for (Lookahead l : kLookaheads) all.emplace_back(lookahead_name(l));
@@ -199,8 +209,10 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   }
   std::vector<std::string> dtypes = split_list(o.dtypes, "--dtype");
   check_all_alone(dtypes, "--dtype");
-  if (dtypes == std::vector<std::string>{"all"})
+  if (dtypes == std::vector<std::string>{"all"}) {
     dtypes.assign(std::begin(kDtypeTriples), std::end(kDtypeTriples));
+    a.dtypes_all = true;  // build_matrix leaves out the triples a strategy cannot cast
+  }
   for (const auto& d : dtypes) {
     try {
       a.dtypes.push_back(parse_dtype_triple(d));

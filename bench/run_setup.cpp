@@ -27,6 +27,11 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
     if (!names.insert(c.name()).second)
       throw CliError("case " + c.name() +
                      " is listed twice: remove the repeated value from its axis flag");
+    try {
+      validate(c.strategy, c.dtypes);  // a grad != reduce triple without a copy-in that casts
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
     const int k = c.schedule.k();
     const DivisionSteps div = division_steps(c.strategy.division, c.world_size);
     if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size, div)) {

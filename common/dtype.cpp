@@ -38,8 +38,9 @@ DTypeTriple parse_dtype_triple(std::string_view s) {
   } catch (const std::invalid_argument& e) {
     throw bad(e.what());
   }
-  if (t.grad != t.reduce)
-    throw bad("grad and reduce dtype must match (the pre-collective cast is not modelled)");
+  if (dtype_bytes(t.reduce) < dtype_bytes(t.grad))
+    throw bad("the reduce dtype may not be narrower than grad (only the widening cast of FSDP2's "
+              "copy-in is modelled)");
   if (dtype_bytes(t.accum) < dtype_bytes(t.reduce))
     throw bad("the saved shard (accum) may not be narrower than the reduce dtype");
   return t;

@@ -54,14 +54,15 @@ struct DTypeTriple {
   bool operator==(const DTypeTriple&) const = default;
 };
 
-/// The triples this suite supports, in report order (what --dtype all means).
+/// The triples this suite supports, in report order (what --dtype all means; bf16-fp32-fp32 only
+/// with a copy-in, which casts: strategies/copy_in/).
 inline constexpr const char* kDtypeTriples[] = {"fp32-fp32-fp32", "bf16-bf16-fp32",
-                                                "bf16-bf16-bf16"};
+                                                "bf16-bf16-bf16", "bf16-fp32-fp32"};
 
 /// Parses "grad-reduce-accum", e.g. "bf16-bf16-fp32". Throws std::invalid_argument when malformed
-/// or unsupported: grad and reduce must match (FSDP casts the gradient before the collective, which
-/// this suite does not model yet), and accum may not be narrower than reduce. Every message names
-/// --dtype and lists kDtypeTriples.
+/// or unsupported: reduce may differ from grad only by being wider (bf16 grad, fp32 reduce: FSDP2's
+/// MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the cast is the copy-in's), and accum
+/// may not be narrower than reduce. Every message names --dtype and lists kDtypeTriples.
 DTypeTriple parse_dtype_triple(std::string_view s);
 
 }  // namespace shardaccum

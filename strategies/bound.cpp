@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/gemm_shape.hpp"
+#include "strategies/copy_in/copy_in.hpp"
 #include "strategies/model.hpp"
 
 namespace shardaccum {
@@ -50,10 +51,12 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   const DivisionSteps div = division_steps(plan.strategy.division, n);
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
+  const bool copy_in = copy_in_separate(plan.strategy.copy_in);
   std::vector<bool> grad_alive(units, false);
   uint64_t d2h_issued = 0;  // D2H bytes issued so far on the copy stream, for head_d2h
   bool host_added = false;
-  std::vector<SavedView> saved(units);  // as predict: what mode tracking sees of each saved shard
+  std::vector<bool> held(units, false);  // as predict: a no-sync gradient in the reduce dtype
+  std::vector<SavedView> saved(units);   // as predict: what mode tracking sees of each saved shard
   const int k = plan.schedule.k();
   for (int mb = 0; mb < k; ++mb) {
     const MicroBatchMode m = plan.schedule.at(mb);
@@ -62,17 +65,28 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
       // The generator writes the gradient, and reads it too when it accumulates (after an n).
-      w.backward_device += padded * bg * (grad_alive[ui] ? 2 : 1);
+      // The copy-in's converts and adds run on the compute stream in series with it: counted
+      // here as the backend counts them (src + dst per convert, src + 2 * dst per add).
+      w.backward_device += padded * bg * (grad_alive[ui] && !held[ui] ? 2 : 1);
+      if (held[ui]) w.backward_device += padded * (bg + 2 * br);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
       grad_alive[ui] = true;
-      if (m != MicroBatchMode::sync) continue;
+      if (m != MicroBatchMode::sync) {
+        if (copy_in && bg != br && !held[ui]) w.backward_device += padded * (bg + br);
+        held[ui] = held[ui] || (copy_in && bg != br);
+        continue;
+      }
+      // What the reduce-scatter reads: the gradient, or the copy-in's buffer filled from it.
+      const uint64_t input = padded * (copy_in ? br : bg);
+      if (copy_in) w.backward_device += padded * (held[ui] ? br : bg) + input;
       grad_alive[ui] = false;
-      const uint64_t rs_copy = n == 1 ? padded * bg + shard * br : 0;  // NCCL's copy in -> out
+      held[ui] = false;
+      const uint64_t rs_copy = n == 1 ? input + shard * br : 0;  // NCCL's copy in -> out
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const SyncCost c = offload->predicted(add, shard, plan.dtypes);
       SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);
       // The division's device passes of this sync (pre on the gradient, post on the output).
-      s.device += (div.pre_pass ? 2 * padded * bg : 0) + (div.post_pass ? 2 * shard * br : 0);
+      s.device += (div.pre_pass ? 2 * input : 0) + (div.post_pass ? 2 * shard * br : 0);
       w.device += rs_copy + s.device;
       w.host += s.host;
       if (s.host > 0 && !host_added) {  // the first host add: behind its own D2H (or first chunk)
@@ -87,7 +101,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       if (c.new_saved) mode->shard_saved(u);
       if (mb == k - 1 && ui == 0) {  // the step's last backward: all of this follows it
         w.tail_rs_device = rs_copy;
-        w.tail_rs_link = n >= 2 ? padded * bg : 0;
+        w.tail_rs_link = n >= 2 ? input : 0;
         w.tail_device = s.device;
         w.tail_d2h = c.d2h;
         w.tail_host = s.host;
@@ -114,6 +128,12 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   }
   w.device += w.backward_device;
   return w;
+}
+
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps) {
+  // Only a measured ceiling is raised: with none (host backend, --ceilings off) there is no bound.
+  if (c.host_add_gbps > 0) c.host_add_gbps = std::max(c.host_add_gbps, host_add_seen_gbps);
+  return c;
 }
 
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad) {

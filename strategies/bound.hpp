@@ -15,14 +15,15 @@ namespace shardaccum {
 struct BoundWork {
   uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict)
   uint64_t host = 0;          // CPU adds (src + 2 * dst each) + the host division's pass (r + w)
-  uint64_t device = 0;        // generator, accumulate and convert kernels, device divisions, and
-                              // the world-1 reduce-scatter copy (in + out)
+  uint64_t device = 0;        // generator, accumulate and convert kernels (the copy-in's too),
+                              // device divisions, and the world-1 reduce-scatter copy (in + out)
   uint64_t link = 0;          // reduce-scatter input at world >= 2 (0 at world 1)
   double flops = 0;           // the GEMM backward's (0 with synthetic)
   // The critical path: the backward (every unit, every micro-batch, one stream, in series), then
   // what must follow the step's last backward (unit 0 of the last micro-batch, when it syncs).
-  uint64_t backward_device = 0;    // the generator's part of `device`
-  uint64_t backward_elements = 0;  // the elements it writes (dyadic only: its ceiling's mode)
+  uint64_t backward_device = 0;  // the generator's and the copy-in's part of `device`
+  uint64_t backward_elements =
+      0;  // the elements the generator writes (dyadic only: its ceiling's mode)
   // The host adds start only after the D2H of the first shard they add has landed, behind every
   // D2H issued before it on the one copy stream: those bytes (0 without host adds).
   uint64_t head_d2h = 0;
@@ -53,6 +54,14 @@ struct Bound {
   std::optional<double> ms;
   std::string by = "no ceilings";
 };
+
+/// The ceilings a case's bound is taken at: `c`, with host_add_gbps raised to `host_add_seen_gbps`
+/// (GB/s; the fastest rate the case's own CPU adds reached, cpu_add bytes over cpu_add ms, on any
+/// rank) when that is higher. The host add ceiling is read once per run on buffers of its own; on
+/// one H200 machine it read 58 to 131 GB/s from run to run, and once 72.8 GB/s in a run whose CPU
+/// adds then ran at up to 120 GB/s (reports/h200-limit), which put bound_ms above step_ms: a rate
+/// the hardware reached in the same run is one it allows. Other ceilings are returned as they are.
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory host/host_add; device memory

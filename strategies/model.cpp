@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "strategies/copy_in/copy_in.hpp"
 #include "strategies/gemm_workspace.hpp"
 
 namespace shardaccum {
@@ -20,9 +21,11 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
 
+  const bool copy_in = copy_in_separate(plan.strategy.copy_in);
   std::vector<bool> grad_alive(units, false);
-  std::vector<SavedView> saved(units);  // what mode tracking may see of each unit's saved shard
-  uint64_t dev = 0, pinned = 0;         // bytes alive now
+  std::vector<bool> held(units, false);  // a no-sync gradient held in the reduce dtype (copy-in)
+  std::vector<SavedView> saved(units);   // what mode tracking may see of each unit's saved shard
+  uint64_t dev = 0, pinned = 0;          // bytes alive now
   // --backward gemm: the StepDriver's workspace, alive for the whole case (a constant term).
   if (plan.backward == Backward::gemm)
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
@@ -47,18 +50,38 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
-      if (!grad_alive[ui]) dev += padded * bg;
-      grad_alive[ui] = true;
+      // A fresh grad-dtype gradient, or one that a held reduce-dtype gradient takes in and frees.
+      if (!grad_alive[ui] || held[ui]) dev += padded * bg;
       bump();
-      if (m != MicroBatchMode::sync) continue;
+      if (held[ui]) dev -= padded * bg;
+      grad_alive[ui] = true;
+      if (m != MicroBatchMode::sync) {
+        if (copy_in && bg != br && !held[ui]) {  // CopyIn::hold_no_sync's converted copy
+          dev += padded * br;
+          bump();
+          dev -= padded * bg;
+          held[ui] = true;
+        }
+        continue;
+      }
 
+      uint64_t input = padded * bg;  // what the reduce-scatter reads, held until it is waited for
+      if (copy_in) {  // the previous input dropped (lookahead 1), this one filled, the gradient
+                      // freed
+        if (ahead == Lookahead::one) retire(0);
+        input = padded * br;
+        dev += input;
+        bump();
+        dev -= padded * (held[ui] ? br : bg);
+        held[ui] = false;
+      }
       dev += shard * br;  // out
       bump();
-      p.nccl_input_bytes += padded * bg;
+      p.nccl_input_bytes += input;
       ++p.reduce_scatter_calls;
-      if (div.pre_pass) p.division_device_bytes += 2 * padded * bg;
+      if (div.pre_pass) p.division_device_bytes += 2 * input;
       if (div.post_pass) p.division_device_bytes += 2 * shard * br;
-      in_flight.push_back(padded * bg);  // freed when the compute stream waits for its RS
+      in_flight.push_back(input);  // freed when the compute stream waits for its RS
       grad_alive[ui] = false;
       if (ahead == Lookahead::zero) retire(0);
       if (ahead == Lookahead::one) retire(1);

@@ -10,19 +10,20 @@ namespace shardaccum {
 
 /// Per rank and optimizer step. Bytes, not GB.
 struct Prediction {
-  uint64_t nccl_input_bytes = 0;  // s * P_u * b_r
+  uint64_t nccl_input_bytes = 0;  // s * P_u * b_r (the gradient, or the copy-in's input buffer)
   uint64_t reduce_scatter_calls = 0;
   uint64_t h2d_bytes = 0;  // gpu-add: (s-1) * (P_u/N) * b_a when mode tracking sees the shard
   uint64_t d2h_bytes = 0;  // offloaded: s * (P_u/N) * b_a
-  uint64_t peak_device_bytes =
-      0;  // unsharded gradients alive or in flight at once + out + staging + device saved
+  /// Unsharded gradients (or copy-in inputs) alive or in flight at once + out + staging + device
+  /// saved.
+  uint64_t peak_device_bytes = 0;
   uint64_t peak_pinned_bytes = 0;  // saved for every unit + staging
   /// cpu-add-pageable: (s-1) * (P_u/N) * b_a of the D2H into pageable memory when mode tracking
   /// sees the shard; its peak is the largest fresh pageable shard (one alive at a time).
   uint64_t d2h_pageable_bytes = 0, peak_pageable_bytes = 0;
-  /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre) and 2 * (P_u/N) * b_r
-  /// (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives (host when
-  /// offloaded). In place: no term of the peaks.
+  /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre; b_r with a copy-in) and
+  /// 2 * (P_u/N) * b_r (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives
+  /// (host when offloaded). In place: no term of the peaks.
   uint64_t division_device_bytes = 0, division_host_bytes = 0;
 };
 

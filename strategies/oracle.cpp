@@ -29,8 +29,12 @@ void OracleResult::merge(const OracleResult& o) {
 }
 
 namespace {
+// Whether a bf16 holds a sum: the reduce or accum dtype, or the grad dtype, which holds the no-sync
+// sums unless it differs from the reduce dtype (then they are held in the reduce dtype: copy-in;
+// bf16-fp32-fp32's bf16 generator values are cast to fp32 exactly).
 bool any_bf16(const DTypeTriple& t) {
-  return t.grad == DType::bf16 || t.reduce == DType::bf16 || t.accum == DType::bf16;
+  return (t.grad == DType::bf16 && t.grad == t.reduce) || t.reduce == DType::bf16 ||
+         t.accum == DType::bf16;
 }
 }  // namespace
 
@@ -56,14 +60,16 @@ bool power_of_two(double f) {
 
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
                    const DivisionSteps& d) {
+  // The pre pass divides the reduce-scatter's input, which is in the reduce dtype: the gradient
+  // itself (grad == reduce) or the copy-in's buffer.
   const double ua = unit_roundoff(t.accum), ur = unit_roundoff(t.reduce),
-               ug = unit_roundoff(t.grad), u32 = unit_roundoff(DType::fp32);
+               u32 = unit_roundoff(DType::fp32);
   const double n = world_size;
   const bool exact = sums_exact(t, gen, k, world_size);
   // Per sync, the roundings of the division's passes (an exact quotient adds none when the sums
   // are exact; with rounding sums every pass is counted).
   double per_sync = 0;
-  if (d.pre_pass && (!exact || !power_of_two(d.pre))) per_sync += ug + u32 + (n - 1) * ur;
+  if (d.pre_pass && (!exact || !power_of_two(d.pre))) per_sync += ur + u32 + (n - 1) * ur;
   if (d.op == ReduceOp::avg && (!exact || !power_of_two(n))) per_sync += n * ur + u32;
   if (d.post_pass && (!exact || !power_of_two(d.post))) per_sync += ur + u32;
   if (per_sync > 0) per_sync += ua;  // the inexact quotients' add into the saved shard

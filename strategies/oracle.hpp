@@ -28,7 +28,8 @@ struct OracleResult {
 
 /// The dyadic generator's largest |k| (values k/8) for a case: 4, or less when a bf16 holds a sum
 /// (8 significand bits: a multiple of 1/8 is exact up to 256/8), so that every partial sum of the
-/// K*N values stays exact: r*K*N <= 256. 1 when even that cannot hold.
+/// K*N values stays exact: r*K*N <= 256. 1 when even that cannot hold. A bf16 grad dtype holds
+/// sums only when it is the reduce dtype too (bf16-fp32-fp32 sums in fp32: the range stays 4).
 uint8_t dyadic_range(const DTypeTriple& t, int k, int world_size);
 
 /// Whether every sum of the case is exact (dyadic values within dyadic_range's limit).
@@ -39,10 +40,11 @@ bool sums_exact(const DTypeTriple& t, GenMode gen, int k, int world_size);
 /// dtype. Otherwise each of the K*N-1 additions in the reduce dtype and the K-1 additions in the
 /// accum dtype may round (Higham's gamma_n bound): (K*N)*u_r + K*u_a + u_a. Both with a factor 2
 /// of headroom. The other divisions add, per sync (counted K times), each pass by a factor that
-/// is not a power of two: pre u_g + u_32 (1/factor is an fp32) and the N-1 adds of the quotients
-/// (N-1)*u_r; avg N*u_r + u_32 (NCCL premultiplies by 1/N, then sums); post u_r + u_32; and,
-/// once a quotient is inexact, the K adds of the saved shard K*u_a. With exact sums and only
-/// power-of-two factors (world 1, 2, 4, 8) nothing rounds: the bound stays `end`'s.
+/// is not a power of two: pre u_r + u_32 (1/factor is an fp32; the reduce-scatter's input, in the
+/// reduce dtype, is divided) and the N-1 adds of the quotients (N-1)*u_r; avg N*u_r + u_32 (NCCL
+/// premultiplies by 1/N, then sums); post u_r + u_32; and, once a quotient is inexact, the K adds
+/// of the saved shard K*u_a. With exact sums and only power-of-two factors (world 1, 2, 4, 8)
+/// nothing rounds: the bound stays `end`'s.
 double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
                    const DivisionSteps& d = kDivideAtEnd);
 

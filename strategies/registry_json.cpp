@@ -34,6 +34,16 @@ json no_properties(const Interface&) {
 
 json offload_properties(const OffloadPolicy& o) { return {{"offloaded", o.offloaded()}}; }
 
+json copy_in_values() {
+  json values = json::array();
+  for (const auto& e : CopyInRegistry::get().entries())
+    values.push_back({{"name", e.info.name},
+                      {"description", e.info.description},
+                      {"follows", e.info.follows},
+                      {"properties", {{"separate_input", e.make(AxisArgs{})->separate_input()}}}});
+  return values;
+}
+
 json canonical_schedules() {
   json out = json::array();
   for (const CanonicalSchedule& c : kCanonicalSchedules) {
@@ -82,6 +92,13 @@ json registry_json() {
         {"values", {"0", "1", "unbounded"}},
         {"default", lookahead_name(StrategySpec{}.default_lookahead())},
         {"default_rule", "a preset's registered lookahead for its axis values, else the default"},
+        {"named", "unless_default"}}},
+      // Beside the four strategy axes, not among them: like the lookahead, a case-name part
+      // (copy-in:V, left out at the default) that report tools read as one more grouping axis.
+      {"copy_in",
+       {{"flag", "--copy-in"},
+        {"values", copy_in_values()},
+        {"default", kDefaultCopyIn},
         {"named", "unless_default"}}},
       {"canonical_schedules", canonical_schedules()},
       {"dtypes", std::vector<std::string>(std::begin(kDtypeTriples), std::end(kDtypeTriples))},

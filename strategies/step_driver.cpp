@@ -51,9 +51,24 @@ void StepDriver::retire_all() {
 
 void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode) {
   strategy_.prepare_backward(u, mb, mode);
+  // A no-sync gradient held in the reduce dtype (copy-in chunk-cat): the backward writes a fresh
+  // grad-dtype gradient that is added into it and freed (FSDP2
+  // accumulate_unsharded_grad_if_needed).
+  Buffer held;
+  if (u.grad && u.grad.dtype() != plan_.dtypes.grad) held = std::move(u.grad);
   const bool accumulate = static_cast<bool>(u.grad);  // grad += g(mb) after an n, else grad = g(mb)
   if (!accumulate)
     u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
+  backward_pass(u, step, mb, accumulate);
+  if (held) {
+    be_.add(held, u.grad, MemSpace::device, Stream::compute);
+    u.grad = std::move(held);
+  }
+  if (mode != MicroBatchMode::sync)
+    strategy_.copy_in().hold_no_sync(be_, u.grad, plan_.dtypes.reduce);
+}
+
+void StepDriver::backward_pass(UnitGrad& u, uint32_t step, int mb, bool accumulate) {
   nvtx::PhaseRange r(Phase::backward, u.grad.bytes(), be_.rank());
   const GradKey key{plan_.seed,
                     step,
@@ -76,9 +91,11 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   be_.generate(u.grad, key, accumulate, Stream::compute);
 }
 
-void StepDriver::join_anyway(UnitGrad& u, Buffer& out) {
+void StepDriver::join_anyway(UnitGrad& u, Buffer& in, Buffer& out) {
   try {
-    if (!u.grad)
+    if (!in && strategy_.copy_in().separate_input())
+      in = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.padded, Stream::compute);
+    if (!in && !u.grad)
       u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
     if (!out) out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
   } catch (const std::exception& e) {
@@ -92,6 +109,23 @@ void StepDriver::join_anyway(UnitGrad& u, Buffer& out) {
 }
 
 void StepDriver::sync(UnitGrad& u, int mb) {
+  const Lookahead ahead = strategy_.lookahead();
+  const CopyIn& copy_in = strategy_.copy_in();
+  Buffer in;  // with a copy-in, the reduce-scatter's own input; else it reads u.grad
+  if (copy_in.separate_input()) {
+    // FSDP2 (_fsdp_param_group.py post_backward): the compute stream waits for the previous
+    // unit's reduce-scatter and drops its input before this unit's copy-in allocates one.
+    if (ahead == Lookahead::one)
+      while (!in_flight_.empty()) retire_oldest();
+    if (pending_error_.empty() && u.grad) {
+      nvtx::PhaseRange r(Phase::accumulate, u.grad.bytes(), be_.rank());
+      try {
+        in = copy_in.input(be_, u.grad, plan_.dtypes.reduce);
+      } catch (const std::exception& e) {
+        pending_error_ = e.what();
+      }
+    }
+  }
   Buffer out;
   try {
     out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
@@ -99,9 +133,10 @@ void StepDriver::sync(UnitGrad& u, int mb) {
     if (pending_error_.empty()) pending_error_ = e.what();
   }
   // Errors are agreed once per micro-batch: a failed rank goes on joining its collectives.
-  if (!pending_error_.empty()) join_anyway(u, out);
+  if (!pending_error_.empty()) join_anyway(u, in, out);
+  Buffer& input = in ? in : u.grad;
   {
-    nvtx::PhaseRange r(Phase::reduce_scatter, u.grad.bytes(), be_.rank());
+    nvtx::PhaseRange r(Phase::reduce_scatter, input.bytes(), be_.rank());
     be_.wait(Stream::comm, be_.record(Stream::compute));
     // The division's passes (docs/DESIGN.md §3) on the comm stream; a failure is agreed at the
     // next agreement and this rank still joins the collective.
@@ -113,15 +148,14 @@ void StepDriver::sync(UnitGrad& u, int mb) {
         pending_error_ = e.what();
       }
     };
-    guarded([&] { strategy_.before_reduce_scatter(be_, u.grad); });
-    be_.reduce_scatter(out, u.grad, strategy_.reduce_op(be_.world_size()));
+    guarded([&] { strategy_.before_reduce_scatter(be_, input); });
+    be_.reduce_scatter(out, input, strategy_.reduce_op(be_.world_size()));
     guarded([&] { strategy_.after_reduce_scatter(be_, out); });
-    in_flight_.push_back({std::move(u.grad), be_.record(Stream::comm)});
+    in_flight_.push_back({std::move(input), be_.record(Stream::comm)});
     u.grad.reset();  // after an S the unsharded gradient is gone from the unit (held until retired)
   }
   // The lookahead (docs/DESIGN.md §2): how many reduce-scatters stay in flight as the backward
   // goes on; unbounded waits at the micro-batch's end (run_step).
-  const Lookahead ahead = strategy_.lookahead();
   if (ahead == Lookahead::zero) retire_oldest();
   if (ahead == Lookahead::one)
     while (in_flight_.size() > 1) retire_oldest();

@@ -1,7 +1,8 @@
 #pragma once
 // One optimizer step on one rank (docs/DESIGN.md §2): for each micro-batch, backward over the units
 // last to first; at a sync micro-batch reduce-scatter, hold the unsharded gradient until the
-// compute stream waits for that reduce-scatter (the strategy's lookahead), and let the strategy
+// compute stream waits for that reduce-scatter (the strategy's lookahead; with a copy-in the
+// reduce-scatter's own input instead, the gradient freed after the copy), and let the strategy
 // accumulate on the comm stream; then finalize every unit, check it against the oracle, release it.
 #include <cstdint>
 #include <deque>
@@ -33,10 +34,13 @@ class StepDriver {
   };
 
   void backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode);
+  /// The GEMMs (--backward gemm) and the generator into u.grad (grad dtype).
+  void backward_pass(UnitGrad& u, uint32_t step, int mb, bool accumulate);
   void sync(UnitGrad& u, int mb);
-  /// With a pending error: scratch for a missing input or output so that this rank still joins
-  /// the collective; throws AccumulationError at once when even that allocation fails.
-  void join_anyway(UnitGrad& u, Buffer& out);
+  /// With a pending error: scratch for a missing input (`in` with a copy-in, else u.grad) or
+  /// output so that this rank still joins the collective; throws AccumulationError at once when
+  /// even that allocation fails.
+  void join_anyway(UnitGrad& u, Buffer& in, Buffer& out);
   /// The compute stream waits for the oldest reduce-scatter in flight; its gradient is freed.
   void retire_oldest();
   /// The compute stream waits for all the comm stream's work; every held gradient is freed.

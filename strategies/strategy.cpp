@@ -1,4 +1,4 @@
-// Composition of the four axes behind one AccumulationStrategy.
+// Composition of the five axes behind one AccumulationStrategy.
 #include "strategies/strategy.hpp"
 
 #include <algorithm>
@@ -27,6 +27,7 @@ Lookahead parse_lookahead(std::string_view s) {
 std::string StrategySpec::name() const {
   std::string n = "binding:" + binding + "/offload:" + offload + "/mode:" + mode;
   if (division != kDefaultDivision) n += "/division:" + division;
+  if (copy_in != kDefaultCopyIn) n += "/copy-in:" + copy_in;
   // Named whenever it was chosen (--lookahead), default or not: one run's cases at one lookahead
   // share the segment, so filters and the report's groups see the lookahead each really ran at.
   if (lookahead) n += std::string("/lookahead:") + lookahead_name(*lookahead);
@@ -36,7 +37,7 @@ std::string StrategySpec::name() const {
 Lookahead StrategySpec::default_lookahead() const {
   for (const PresetInfo& p : PresetRegistry::get().entries())
     if (p.spec.binding == binding && p.spec.offload == offload && p.spec.mode == mode &&
-        p.spec.division == division)
+        p.spec.division == division && p.spec.copy_in == copy_in)
       return p.lookahead;
   return Lookahead::one;
 }
@@ -46,6 +47,17 @@ void validate(const StrategySpec& s) {
   (void)OffloadRegistry::get().at(s.offload);
   (void)ModeRegistry::get().at(s.mode);
   (void)DivisionRegistry::get().at(s.division);
+  (void)CopyInRegistry::get().at(s.copy_in);
+}
+
+void validate(const StrategySpec& s, const DTypeTriple& t) {
+  validate(s);
+  if (t.grad != t.reduce && !copy_in_separate(s.copy_in))
+    throw std::invalid_argument("--dtype " + t.name() +
+                                " casts the gradient to the reduce dtype, which only a copy-in "
+                                "does: add --copy-in chunk-cat (FSDP2's), or use --dtype " +
+                                dtype_name(t.grad) + "-" + dtype_name(t.grad) + "-" +
+                                dtype_name(t.accum) + " (case strategy " + s.name() + ")");
 }
 
 AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t units,
@@ -57,6 +69,8 @@ AccumulationStrategy::AccumulationStrategy(const StrategySpec& spec, size_t unit
   offload_ = OffloadRegistry::get().make(spec.offload, args);
   binding_ = BindingRegistry::get().make(spec.binding, args);
   division_ = DivisionRegistry::get().make(spec.division, args);
+  copy_in_ = CopyInRegistry::get().make(spec.copy_in, args);
+  validate(spec, dtypes);
   lookahead_ = spec.effective_lookahead();
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// The strategy (docs/DESIGN.md §3): one value of each axis — binding, offload, mode, division —
-// each a small state machine or policy in a file of its own under strategies/<axis>/, registered by
-// name (strategies/registry.hpp), composed here behind one AccumulationStrategy whose hooks the
-// step driver calls.
+// The strategy (docs/DESIGN.md §3): one value of each axis — binding, offload, mode, division,
+// copy-in — each a small state machine or policy in a file of its own under strategies/<axis>/,
+// registered by name (strategies/registry.hpp), composed here behind one AccumulationStrategy
+// whose hooks the step driver calls.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +12,7 @@
 
 #include "common/dtype.hpp"
 #include "strategies/binding/binding.hpp"
+#include "strategies/copy_in/copy_in.hpp"
 #include "strategies/division/division.hpp"
 #include "strategies/mode/mode_tracking.hpp"
 #include "strategies/offload/offload_policy.hpp"
@@ -41,10 +42,14 @@ struct StrategySpec {
   std::string division = "end";
   /// nullopt: the strategy's default (default_lookahead()).
   std::optional<Lookahead> lookahead = std::nullopt;
+  /// What the reduce-scatter reads (strategies/copy_in/); last, so that positional initialisers of
+  /// the four axes and the lookahead keep their meaning.
+  std::string copy_in = kDefaultCopyIn;
   /// "binding:B/offload:O/mode:M", then "/division:D" unless D is the axis's default
-  /// (kDefaultDivision), then "/lookahead:V" when `lookahead` was chosen (--lookahead; left out
-  /// at the strategy's default): an axis added later leaves names, filters and compare baselines
-  /// as they were, and one run's cases at one chosen lookahead share the segment.
+  /// (kDefaultDivision), then "/copy-in:C" unless C is kDefaultCopyIn, then "/lookahead:V" when
+  /// `lookahead` was chosen (--lookahead; left out at the strategy's default): an axis added later
+  /// leaves names, filters and compare baselines as they were, and one run's cases at one chosen
+  /// lookahead share the segment.
   std::string name() const;
   /// The registered lookahead of the preset with these four axis values (strategies/preset/), else
   /// Lookahead::one, so that one case name always means one behaviour.
@@ -54,7 +59,8 @@ struct StrategySpec {
   /// The same axis values and the same effective lookahead.
   bool operator==(const StrategySpec& o) const {
     return binding == o.binding && offload == o.offload && mode == o.mode &&
-           division == o.division && effective_lookahead() == o.effective_lookahead();
+           division == o.division && copy_in == o.copy_in &&
+           effective_lookahead() == o.effective_lookahead();
   }
 };
 
@@ -63,11 +69,15 @@ inline constexpr const char* kDefaultDivision = "end";
 
 /// Throws std::invalid_argument naming the flag when an axis value of `s` is not registered.
 void validate(const StrategySpec& s);
+/// As validate(s), and refuses dtypes `t` the strategy cannot run: grad != reduce without a
+/// copy-in that casts (separate_input), with std::invalid_argument naming --dtype and --copy-in.
+void validate(const StrategySpec& s, const DTypeTriple& t);
 
 /// One rank's strategy: the hooks the step driver calls.
 class AccumulationStrategy {
  public:
-  /// Throws std::invalid_argument for an unregistered axis value. `chunk_bytes`: the pipelined
+  /// Throws std::invalid_argument for an unregistered axis value or dtypes the copy-in cannot
+  /// cast (validate(spec, dtypes)). `chunk_bytes`: the pipelined
   /// offloads' chunk (CasePlan::chunk_bytes).
   AccumulationStrategy(const StrategySpec& spec, size_t units, DTypeTriple dtypes,
                        uint64_t chunk_bytes = kDefaultChunkBytes, int host_threads = 0);
@@ -75,6 +85,7 @@ class AccumulationStrategy {
   bool offloaded() const { return offload_->offloaded(); }
   const OffloadPolicy& offload() const { return *offload_; }
   const ModeTracking& mode() const { return *mode_; }
+  const CopyIn& copy_in() const { return *copy_in_; }
   /// How far the backward runs ahead of the reduce-scatters (spec().effective_lookahead()).
   Lookahead lookahead() const { return lookahead_; }
 
@@ -102,6 +113,7 @@ class AccumulationStrategy {
   std::unique_ptr<OffloadPolicy> offload_;
   std::unique_ptr<Binding> binding_;
   std::unique_ptr<Division> division_;
+  std::unique_ptr<CopyIn> copy_in_;
   Lookahead lookahead_ = Lookahead::one;
 };
 

@@ -118,6 +118,27 @@ TEST(Bound, CpuAddIsBoundByHostMemory) {
 
 // The synthetic backward at the generator's own measured rate (1e9 elements/s here): 2 units *
 // 4 micro-batches * 1 Mi elements = 8.39 ms, in series on the compute stream.
+// A host add ceiling read lower than the case's own CPU adds ran is raised to their rate, and a
+// faster ceiling is kept; without a measured ceiling nothing is made up.
+TEST(Bound, TheHostAddCeilingIsNeverBelowWhatTheCaseReached) {
+  Ceilings c;
+  c.host_add_gbps = 72.8;
+  c.d2h_gbps = 55.3;
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 120.0).host_add_gbps, 120.0);
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 60.0).host_add_gbps, 72.8);
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 120.0).d2h_gbps, 55.3);  // the other ceilings as they are
+  EXPECT_DOUBLE_EQ(bound_ceilings(Ceilings{}, 120.0).host_add_gbps, 0.0);
+  // The rate seen: the fastest rank's bytes over its cpu_add busy time (2 GB in 20 ms = 100 GB/s).
+  CaseTotals t(2);
+  StepMetrics r0, r1;
+  r0.cpu_add_bytes = r1.cpu_add_bytes = 2'000'000'000;
+  r0.phase_ms[static_cast<int>(Phase::cpu_add)] = 20;
+  r1.phase_ms[static_cast<int>(Phase::cpu_add)] = 40;
+  t.add(r1, {r0, r1});
+  EXPECT_NEAR(host_add_seen_gbps(t), 100.0, 1e-9);
+  EXPECT_EQ(host_add_seen_gbps(CaseTotals(1)), 0.0);  // no CPU add: nothing seen
+}
+
 TEST(Bound, SyntheticBackwardIsTheGeneratorAtItsRate) {
   CasePlan p = plan_for("uniform:2x1M", "nnnS", spec("none"));
   const BoundWork w = bound_work(p, 1);

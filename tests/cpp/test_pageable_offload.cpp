@@ -47,7 +47,9 @@ TEST(PageableOffload, VerdictAndBytesOfTheModelAtWorlds124) {
             const auto o = run_two_steps(*be, plan);
             EXPECT_EQ(o.correct, design_says_correct(plan.strategy, plan.schedule))
                 << "max_rel_err " << o.max_rel_err;
-            if (o.correct && (world & (world - 1)) == 0) EXPECT_EQ(o.max_rel_err, 0.0);
+            if (o.correct && (world & (world - 1)) == 0) {
+              EXPECT_EQ(o.max_rel_err, 0.0);
+            }
             expect_bytes_and_peaks_of_the_model(o);
             EXPECT_EQ(o.measured.d2h_pageable_bytes, o.model.d2h_pageable_bytes);
             EXPECT_EQ(o.measured.peak_pageable_bytes, o.model.peak_pageable_bytes);
@@ -153,7 +155,9 @@ TEST(PageableOffload, LaterSyncAddsOnTheIssuingThreadBeforeTheNextBackward) {
             "gen d2h gen d2h gen d2h-pageable host-wait cpu-add gen d2h-pageable host-wait cpu-add")
       << seq;
   for (const Op& o : ops)
-    if (o.what == "cpu-add" && !o.in_task) EXPECT_EQ(o.threads, 3);
+    if (o.what == "cpu-add" && !o.in_task) {
+      EXPECT_EQ(o.threads, 3);
+    }
   // The idealised cpu-add runs the same add as a host task, beside the next unit's issue.
   std::vector<Op> ideal;
   const std::string c = last_step_of("cpu-add", ideal);

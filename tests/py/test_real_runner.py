@@ -156,10 +156,12 @@ def test_dtype_mapping_and_refusals():
         assert dtypes.plan(system, dtypes.parse("fp32-fp32-fp32")) == dtypes.Plan("fp32", None, None)
         assert dtypes.plan(system, dtypes.parse("bf16-bf16-fp32")) == dtypes.Plan("fp32", "bf16", None)
         assert dtypes.plan(system, dtypes.parse("bf16-bf16-bf16")) == dtypes.Plan("bf16", None, None)
-    with pytest.raises(dtypes.Refused, match="to_accumulated_grad_if_needed"):
-        dtypes.plan("fsdp2", dtypes.parse("bf16-fp32-fp32"))
-    with pytest.raises(dtypes.Refused, match="not a triple of the suite"):
+    # FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the suite's --copy-in chunk-cat.
+    assert dtypes.plan("fsdp2", dtypes.parse("bf16-fp32-fp32")) == dtypes.Plan("fp32", "bf16", "fp32")
+    with pytest.raises(dtypes.Refused, match="grad != reduce is FSDP2's"):
         dtypes.plan("fsdp1", dtypes.parse("bf16-fp32-fp32"))
+    with pytest.raises(dtypes.Refused, match="not a triple of the suite"):
+        dtypes.plan("fsdp2", dtypes.parse("fp32-bf16-fp32"))
     with pytest.raises(ValueError, match="--dtype"):
         dtypes.parse("fp32-fp32")
 

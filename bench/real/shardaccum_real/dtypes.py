@@ -15,7 +15,7 @@ from dataclasses import dataclass
 DTYPES = ("fp32", "bf16")
 CODES = {"fp32": 0, "bf16": 1}  # the C ABI's dtype codes (capi/shardaccum_gen.h)
 # What the suite's generator and oracle support, in report order (common/dtype.hpp kDtypeTriples).
-SUITE_TRIPLES = ("fp32-fp32-fp32", "bf16-bf16-fp32", "bf16-bf16-bf16")
+SUITE_TRIPLES = ("fp32-fp32-fp32", "bf16-bf16-fp32", "bf16-bf16-bf16", "bf16-fp32-fp32")
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,12 @@ def parse_list(values: list[str]) -> list[Triple]:
 
 def plan(system: str, t: Triple) -> Plan:
     """The mapping of the module docstring, or Refused with the reason."""
-    if system == "fsdp2" and t.grad != t.reduce:
-        # _fsdp_param.py FSDPParam.to_accumulated_grad_if_needed: inside no-sync FSDP2 upcasts the unsharded
-        # gradient to reduce_dtype, so n micro-batches would accumulate in the reduce dtype, not grad's.
-        raise Refused(f"fsdp2 cannot run {t.name}: with reduce_dtype != param_dtype it accumulates no-sync "
-                      "gradients in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed), not in the grad dtype")
+    if system != "fsdp2" and t.grad != t.reduce:
+        # The suite's grad != reduce triple is FSDP2's (--copy-in chunk-cat): the cast in the reduce-scatter's
+        # copy-in, no-sync gradients held in the reduce dtype (_fsdp_param.py to_accumulated_grad_if_needed).
+        # FSDP1 accumulates no-sync gradients in the param dtype and casts them at the sync instead.
+        raise Refused(f"{system} cannot run {t.name} as the suite defines it: grad != reduce is FSDP2's "
+                      "(no-sync gradients held in the reduce dtype, the cast in the copy-in, --copy-in chunk-cat)")
     if system in ("zero3", "zero2") and t.name != "fp32-fp32-fp32":
         # DeepSpeed's bf16 ({"bf16": {"enabled": true}}) accumulates in its own dtypes (data_types.grad_accum_dtype,
         # the optimizer's fp32 partitions): that mapping onto grad-reduce-accum is not built or validated yet.
@@ -87,6 +88,7 @@ def plan(system: str, t: Triple) -> Plan:
 def mapping_text() -> str:
     """The mapping as one line for the JSON context's dtype_mapping."""
     return ("grad-reduce-accum: model stored in accum; param_dtype = grad (None when = accum); reduce_dtype "
-            "= reduce (None when = grad); FSDP2 MixedPrecisionPolicy / FSDP1 MixedPrecision; fsdp2 refuses "
-            "grad != reduce (no-sync accumulates in reduce dtype); zero3/zero2: fp32-fp32-fp32 only (no bf16 or "
+            "= reduce (None when = grad); FSDP2 MixedPrecisionPolicy / FSDP1 MixedPrecision; grad != reduce "
+            "(bf16-fp32-fp32) on fsdp2 only (param_dtype bf16, reduce_dtype fp32: the suite's --copy-in "
+            "chunk-cat); zero3/zero2: fp32-fp32-fp32 only (no bf16 or "
             "fp16 section in the DeepSpeed config)")
