@@ -177,6 +177,8 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   if (!o.presets.empty()) {
     for (const auto& p : expand(o.presets, PresetRegistry::get().names(), {}, "--preset"))
       a.strategies.push_back(preset(p));
+  } else if (!axes_given) {
+    a.strategies = main_strategies();  // the idealised strategies and the presets
   } else {
     const DefaultMatrix& d = default_matrix();
     a.strategies = strategy_product(

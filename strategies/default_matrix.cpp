@@ -1,5 +1,9 @@
 #include "strategies/default_matrix.hpp"
 
+#include <algorithm>
+
+#include "strategies/preset/preset.hpp"
+
 namespace shardaccum {
 
 const DefaultMatrix& default_matrix() {
@@ -24,6 +28,13 @@ std::vector<StrategySpec> strategy_product(const std::vector<std::string>& bindi
 std::vector<StrategySpec> default_strategies() {
   const DefaultMatrix& d = default_matrix();
   return strategy_product(d.binding, d.offload, d.mode, d.division);
+}
+
+std::vector<StrategySpec> main_strategies() {
+  std::vector<StrategySpec> out = default_strategies();
+  for (const PresetInfo& p : PresetRegistry::get().entries())
+    if (std::find(out.begin(), out.end(), p.spec) == out.end()) out.push_back(p.spec);
+  return out;
 }
 
 std::vector<StrategySpec> every_strategy() {

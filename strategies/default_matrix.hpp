@@ -24,6 +24,12 @@ std::vector<StrategySpec> strategy_product(const std::vector<std::string>& bindi
 /// The default matrix's strategies (16: 2 bindings x 4 offloads x 2 modes x 1 division).
 std::vector<StrategySpec> default_strategies();
 
+/// The main job's strategies (issue 16 item 7, docs/DESIGN.md §3): the default matrix's idealised
+/// strategies, then each preset (strategies/preset/, in its registry order) whose strategy is not
+/// among them, so that the faithful presets and the limit strategy run beside the idealised ones.
+/// What the benchmark runs when no axis flag and no --preset is given.
+std::vector<StrategySpec> main_strategies();
+
 /// Every combination of registered values.
 std::vector<StrategySpec> every_strategy();
 

@@ -76,7 +76,9 @@ json registry_json() {
                          {"offload", p.spec.offload},
                          {"mode", p.spec.mode},
                          {"division", p.spec.division}}},
-                       {"lookahead", lookahead_name(p.lookahead)}});
+                       {"lookahead", lookahead_name(p.lookahead)},
+                       // Beside the four axes, as in case names: `/copy-in:C` unless the default.
+                       {"copy_in", p.spec.copy_in}});
   return {
       {"schema", kRegistrySchema},
       {"axes",

@@ -38,6 +38,9 @@ class Strategy:
     # The lookahead the name chose (/lookahead:V), else None (the strategy's default). Not part of the
     # identity (the case key's extra carries it); it decides whether the values are their preset.
     lookahead: str | None = field(default=None, compare=False, repr=False)
+    # The copy-in the name gave (/copy-in:C), else None (`none`). Not part of the identity either (the
+    # case key's extra carries it); it decides whether the values are their preset.
+    copy_in: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -188,5 +191,5 @@ def parse_case_name(name: str, registry: Registry | None = None) -> CaseKey | No
     if not re.fullmatch(r"[nS]*S", schedule):
         raise ValueError(f"schedule {schedule!r} in {name!r} is not n/S letters ending in S")
     strategy = Strategy(*(axes[a] for a in STRATEGY_AXES), registry=registry,
-                        lookahead=dict(extra).get("lookahead"))
+                        lookahead=dict(extra).get("lookahead"), copy_in=dict(extra).get("copy-in"))
     return CaseKey(axes["model"], world, schedule, strategy, axes["dtype"], tuple(extra), registry)

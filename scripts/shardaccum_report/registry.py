@@ -92,6 +92,7 @@ class Preset:
     follows: str
     axes: tuple[tuple[str, str], ...]
     lookahead: str | None = None  # its registered lookahead (0, 1, unbounded); None in older registries
+    copy_in: str = "none"  # what its reduce-scatter reads (the name's /copy-in:C); "none" in older ones
 
 
 @dataclass(frozen=True)
@@ -190,9 +191,12 @@ class Registry:
                     raise ValueError(f"registry: {where}.axes.{axis} = {json.dumps(value)} is not a registered value")
             full = tuple((a, values.get(a, by_axis[a].default)) for a in STRATEGY_AXES)
             lookahead = p.get("lookahead")
+            copy_in = p.get("copy_in", "none")
+            if not isinstance(copy_in, str):
+                raise ValueError(f"registry: {where}.copy_in = {json.dumps(copy_in)} is not a string")
             presets.append(Preset(_get(p, "name", str, where), _get(p, "description", str, where),
                                   _get(p, "follows", str, where), full,
-                                  lookahead if isinstance(lookahead, str) else None))
+                                  lookahead if isinstance(lookahead, str) else None, copy_in))
         schedules = tuple(_schedule(s, i) for i, s in enumerate(_get(obj, "canonical_schedules", list, "registry")))
         dtypes = _strings(obj, "dtypes", "registry")
         default_dtype = _get(obj, "default_dtype", str, "registry")
@@ -286,11 +290,13 @@ class Registry:
         return schedule if family == "other" else f"{schedule} ({family})"
 
     def preset_of(self, strategy: Strategy) -> str | None:
-        """The preset whose axes equal the strategy's, or None; a strategy run at a chosen lookahead
-        other than the preset's own is not that preset (ZeRO-3 at lookahead 0 is not what it does)."""
+        """The preset whose axes and copy-in equal the strategy's, or None; a strategy run at a chosen
+        lookahead other than the preset's own is not that preset (ZeRO-3 at lookahead 0 is not what it
+        does), nor one with another copy-in (FSDP2's reduce-scatter reads its chunk_cat input)."""
         values = tuple((a, getattr(strategy, a)) for a in STRATEGY_AXES)
         chosen = getattr(strategy, "lookahead", None)
-        return next((p.name for p in self.presets if p.axes == values
+        copy_in = getattr(strategy, "copy_in", None) or "none"
+        return next((p.name for p in self.presets if p.axes == values and p.copy_in == copy_in
                      and (chosen is None or p.lookahead is None or p.lookahead == chosen)), None)
 
     def strategy_sort_key(self, strategy: Strategy) -> tuple:

@@ -106,7 +106,8 @@ TEST(NvtxCupti, MarkerRecordsNestStepMicroBatchUnitPhase) {
   EXPECT_EQ(count["reduce_scatter"], 2 * 2 * 2) << "nSnS: two syncs of two units per case";
   EXPECT_GT(count["d2h"], 0);
   EXPECT_GT(count["h2d"], 0) << "zero3 (gpu-add) copies the saved shard in";
-  EXPECT_GT(count["cpu_add"], 0) << "fsdp2 adds on the CPU (its range is on the worker thread)";
+  EXPECT_GT(count["cpu_add"], 0)
+      << "fsdp2 adds on the CPU (cpu-add-pageable: on the issuing thread)";
   std::printf("CUPTI marker ranges by kind:");
   for (const auto& [k, n] : count) std::printf(" %s=%d", k.c_str(), n);
   std::printf("\n");

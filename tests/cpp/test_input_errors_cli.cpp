@@ -126,7 +126,7 @@ const std::vector<Row> kRows = {
      2,
      {"--schedule", "5000 micro-batches", "4096"}},
     // `all`: every axis, alone only.
-    {"DtypeAll", "--dtype all --preset fsdp2 --schedule sync", 0, {"3 cases on backend host"}},
+    {"DtypeAll", "--dtype all --preset fsdp2 --schedule sync", 0, {"4 cases on backend host"}},
     {"PresetAllMixed", "--preset all,fsdp2", 2, {"--preset", "cannot be combined"}},
     {"ScheduleAllMixed", "--schedule all,sync", 2, {"--schedule", "cannot be combined"}},
     {"DtypeAllMixed", "--dtype all,bf16-bf16-fp32", 2, {"--dtype", "cannot be combined"}},

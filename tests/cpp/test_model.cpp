@@ -23,7 +23,8 @@ TEST(Model, Llama2_7bSyncGpuAddMatchesTheDesignLiteral) {
   EXPECT_EQ(p.nccl_input_bytes, 4ull * 6'738'415'616ull * 4);  // s * P_u * b_r
   EXPECT_EQ(p.reduce_scatter_calls, 4ull * 35);
   // cpu-add moves the same D2H and no H2D; copy the same D2H too.
-  const Prediction c = predict(plan_for(l, "sync", preset("fsdp2"), "fp32-fp32-fp32"), 2);
+  const Prediction c =
+      predict(plan_for(l, "sync", {"data-free", "cpu-add", "flag"}, "fp32-fp32-fp32"), 2);
   EXPECT_EQ(c.h2d_bytes, 0u);
   EXPECT_EQ(c.d2h_bytes, 53'907'324'928ull);
 }
@@ -59,7 +60,7 @@ TEST(Model, SmallCaseByHand) {
   EXPECT_EQ(p.h2d_bytes + p.d2h_bytes, 0u);
 
   // cpu-add on SSSS: pinned saved (2 * 1344) + one pinned staging (1344) during a later S.
-  p = predict(plan_for(l, "SSSS", preset("fsdp2"), fp32), 3);
+  p = predict(plan_for(l, "SSSS", {"data-free", "cpu-add", "flag"}, fp32), 3);
   EXPECT_EQ(p.peak_pinned_bytes, 3u * 1344);
   EXPECT_EQ(p.d2h_bytes, 10752u);
   EXPECT_EQ(p.h2d_bytes, 0u);

@@ -57,13 +57,13 @@ TEST(PageableOffload, VerdictAndBytesOfTheModelAtWorlds124) {
   }
 }
 
-// One unit, schedule SSSS, mode flag: three later S's, each a pageable D2H of the whole shard; the
-// pinned peak is the saved shard's power-of-two block, not its bytes.
+// One unit of 2018 = 2 * 1009 elements, schedule SSSS, mode flag: three later S's, each a pageable
+// D2H of the whole shard; the pinned peak is the saved shard's power-of-two block, not its bytes.
 TEST(PageableOffload, PageableBytesAndPinnedRoundingOfOneUnit) {
   auto be = make_host_backend({2, 1});
-  const Layout layout = make_layout({2 * 1009});
-  const uint64_t shard_bytes = shard_numel(2 * 1009, 2) * 4;  // padded, fp32 accum
-  ASSERT_NE(std::bit_ceil(shard_bytes), shard_bytes);         // else the rounding could not show
+  const Layout layout = make_layout({2018});
+  const uint64_t shard_bytes = shard_numel(2018, 2) * 4;  // padded, fp32 accum
+  ASSERT_NE(std::bit_ceil(shard_bytes), shard_bytes);     // else the rounding could not show
   const auto o = run_two_steps(*be, plan_of(layout, "SSSS", "data-free", "flag", "fp32-fp32-fp32"));
   EXPECT_TRUE(o.correct);
   EXPECT_EQ(o.measured.d2h_bytes, 4 * shard_bytes);

@@ -47,7 +47,9 @@ def test_canonical_schedules_match_design_doc():
                                                "interleaved-sync-last")] == ["nnnS", "SSSS", "nSnS", "SnSS"]
     assert REGISTRY.schedule_family("SnSS") == "interleaved-sync-last"
     assert REGISTRY.schedule_family("nnSnS") == "other"
-    assert REGISTRY.preset_of(Strategy("data-free", "cpu-add", "flag")) == "fsdp2"
+    assert REGISTRY.preset_of(Strategy("data-free", "cpu-add-pageable", "flag", "collective",
+                                       copy_in="chunk-cat")) == "fsdp2"
+    assert REGISTRY.preset_of(Strategy("data-free", "gpu-add", "flag")) == "zero3"
     assert Strategy("data", "copy", "shape").display == "data/copy/shape (fairscale)"
 
 

@@ -81,7 +81,17 @@ def test_a_division_left_out_of_a_name_is_its_default_and_a_new_one_is_named():
 
 def test_presets_and_report_order_come_from_the_registry():
     r = Registry.from_json(with_new_values())
-    assert r.preset_of(Strategy("data-free", "cpu-add", "flag", "end")) == "fsdp2"
+    fsdp2 = Strategy("data-free", "cpu-add-pageable", "flag", "collective", copy_in="chunk-cat")
+    assert r.preset_of(fsdp2) == "fsdp2"
+    # The same four axes with the gradient itself as the reduce-scatter's input are not FSDP2.
+    assert r.preset_of(Strategy("data-free", "cpu-add-pageable", "flag", "collective")) is None
+    assert r.preset_of(Strategy("data-free", "cpu-add", "flag", "end")) is None
+    # From a case name: the copy-in is an extra part of the key, and it makes the case FSDP2's.
+    base = ("accum/model:uniform:2x4/world:2/schedule:SSSS/binding:data-free/offload:cpu-add-pageable/"
+            "mode:flag/division:collective/")
+    named = parse_case_name(base + "copy-in:chunk-cat/dtype:fp32-fp32-fp32", r)
+    assert named.strategy.preset == "fsdp2" and named.extra == (("copy-in", "chunk-cat"),)
+    assert parse_case_name(base + "dtype:fp32-fp32-fp32", r).strategy.preset is None
     assert r.preset_of(Strategy("data-free", "cpu-add", "flag", "each")) is None
     assert [p.name for p in r.presets] == ["fairscale", "fsdp1", "fsdp2", "zero3", "ideal"]
     ordered = sorted([Strategy("data", "zzz", "flag", registry=r), Strategy("data", "pipelined", "flag", registry=r),
