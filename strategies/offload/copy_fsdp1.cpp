@@ -13,7 +13,8 @@
 //    current_stream().synchronize() after wait_stream(post_backward_stream));
 //  - G5: at world size 1 FSDP1 runs NO_SHARD (_init_utils.py 426-437): the copy is blocking (the
 //    host waits for it right after issuing it, _runtime_utils.py 984), and no _saved_grad_shard is
-//    kept (_reduce_grad_no_shard 932-941). The suite still issues its reduce-scatter (a copy at N=1).
+//    kept (_reduce_grad_no_shard 932-941). The suite still issues its reduce-scatter (a copy at
+//    N=1).
 // Per S: D2H shard*b_a; H2D nothing (as `copy`).
 #include "strategies/offload/offload_policy.hpp"
 

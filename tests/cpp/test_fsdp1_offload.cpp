@@ -44,8 +44,8 @@ TEST(Fsdp1Offload, VerdictAndBytesOfTheModelAtWorlds124) {
               CasePlan plan =
                   plan_of(layout, sched, "copy-fsdp1", "data-free", mode, division, dtype);
               plan.strategy.lookahead = ahead;
-              SCOPED_TRACE(plan.strategy.name() + " " + sched + " world " +
-                           std::to_string(world) + " " + dtype);
+              SCOPED_TRACE(plan.strategy.name() + " " + sched + " world " + std::to_string(world) +
+                           " " + dtype);
               const auto o = run_two_steps(*be, plan);
               EXPECT_EQ(o.correct, design_says_correct(plan.strategy, plan.schedule))
                   << "max_rel_err " << o.max_rel_err;
@@ -72,8 +72,7 @@ TEST(Fsdp1Offload, DevicePeakHigherThanCopysByTheKeptShards) {
       uint64_t kept = 0;
       for (size_t u = 1; u < layout.units.size(); ++u)
         kept += shard_numel(layout.units[u].numel, world) * 4;  // fp32 accum
-      EXPECT_EQ(f.measured.peak_device_bytes - c.measured.peak_device_bytes,
-                world == 1 ? 0 : kept);
+      EXPECT_EQ(f.measured.peak_device_bytes - c.measured.peak_device_bytes, world == 1 ? 0 : kept);
       EXPECT_EQ(f.model.peak_device_bytes, f.measured.peak_device_bytes);
       EXPECT_EQ(f.measured.d2h_bytes, c.measured.d2h_bytes);
       EXPECT_EQ(f.measured.h2d_bytes, 0u);
@@ -132,9 +131,8 @@ class RecordingRank final : public testing::ForwardingRank {
 /// Rank 0's calls in the last step of `offload` on two units, schedule `sched`, mode shape.
 std::string last_step_of(const char* offload, int world, const char* sched) {
   std::vector<std::vector<std::string>> ops(world);  // one per rank thread
-  testing::WrappedBackend be(world, [&](RankBackend& r) {
-    return std::make_unique<RecordingRank>(r, ops[r.rank()]);
-  });
+  testing::WrappedBackend be(
+      world, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops[r.rank()]); });
   CasePlan plan =
       plan_of(make_layout({40, 24}), sched, offload, "data-free", "shape", "end", "fp32-fp32-fp32");
   plan.schedule = parse_schedule(sched, static_cast<int>(std::string(sched).size()));
