@@ -31,6 +31,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
+  uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
   const Lookahead ahead = plan.strategy.effective_lookahead();
   auto retire = [&](size_t keep) {  // as StepDriver::retire_oldest, down to `keep` held
     while (in_flight.size() > keep) {
@@ -123,11 +124,16 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           left -= piece;
         } while (left > 0);
         dev -= c.device_transient + shard * br;
+        const uint64_t keep = offload->kept_bytes(shard, plan.dtypes, n);  // out or its cast
+        dev += keep;
+        kept += keep;
         if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
       }
       if (stored) mode->shard_saved(u);
     }
-    retire(0);  // a micro-batch with syncs ends with the compute stream waiting for all of them
+    retire(0);    // a micro-batch with syncs ends with the compute stream waiting for all of them
+    dev -= kept;  // then OffloadPolicy::end_backward frees the kept shards
+    kept = 0;
   }
   for (uint32_t u = 0; u < units; ++u) {
     if (div.at_end && saved[u].present)

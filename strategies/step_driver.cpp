@@ -170,7 +170,8 @@ void StepDriver::sync(UnitGrad& u, int mb) {
 
 StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle) {
   be_.begin_step();
-  if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
+  if (!in_flight_.empty()) retire_all();      // left by a step that ended in an exception
+  for (UnitGrad& u : units_) u.kept.reset();  // likewise: kept shards of a failed micro-batch
   {
     const std::string label = "step " + std::to_string(step) + " " + plan_.name;
     nvtx::ScopedRange step_range(label.c_str(), be_.rank());
@@ -192,8 +193,16 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
         }
         if (mode == MicroBatchMode::sync) sync(*it, mb);
       }
-      // Every micro-batch with syncs ends with the compute stream waiting for all in flight.
-      if (mode == MicroBatchMode::sync) retire_all();
+      // Every micro-batch with syncs ends with the compute stream waiting for all in flight, then
+      // the offload's end of the backward (FSDP1 _post_backward_final_callback: copy-fsdp1).
+      if (mode == MicroBatchMode::sync) {
+        retire_all();
+        try {
+          strategy_.end_backward(be_, units_);
+        } catch (const std::exception& e) {
+          if (pending_error_.empty()) pending_error_ = e.what();
+        }
+      }
     }
     for (UnitGrad& u : units_) {
       nvtx::PhaseRange r(Phase::finalize, u.saved ? u.saved.bytes() : 0, be_.rank());
@@ -232,6 +241,7 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
     }
     u.saved.reset();  // released (None) for the next step
     u.grad.reset();
+    u.kept.reset();
   }
   return m;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,10 @@ class AccumulationStrategy {
   ReduceOp reduce_op(int world_size) const { return division_->steps(world_size).op; }
   void after_reduce_scatter(RankBackend& be, Buffer& out) const {
     division_->after_reduce_scatter(be, out);
+  }
+  /// The end of a backward micro-batch with syncs (OffloadPolicy::end_backward).
+  void end_backward(RankBackend& be, std::span<UnitGrad> units) const {
+    offload_->end_backward(be, units);
   }
   /// Make the saved shard the mean over ranks (the division axis `end`); then it is ready for
   /// the optimizer.

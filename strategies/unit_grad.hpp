@@ -4,6 +4,9 @@
 //           the unit's next reduce-scatter; kept alive across `n` micro-batches (no_sync).
 //   saved — the saved shard (accum dtype): device without offload, pinned host with it; carried
 //           between the sync micro-batches of a step, finalized, checked, then released.
+//   kept  — offload copy-fsdp1 only: the device shard whose D2H made `saved` (FSDP1's
+//           _saved_grad_shard), alive until the end of the backward micro-batch (docs/PRESETS.md
+//           G3).
 #include <cstdint>
 #include <string>
 
@@ -19,6 +22,7 @@ struct UnitGrad {
   uint64_t shard = 0;   // numel_padded / N
   Buffer grad;
   Buffer saved;
+  Buffer kept;
   uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
 };
 

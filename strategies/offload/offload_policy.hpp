@@ -4,6 +4,7 @@
 // SHARDACCUM_REGISTER_VALUE(OffloadPolicy, ...). The first S of a step takes the shared path here
 // (a plain D2H into saved, or out kept as saved without offload); a value may override it.
 #include <cstdint>
+#include <span>
 
 #include "strategies/binding/binding.hpp"
 #include "strategies/registry.hpp"
@@ -58,6 +59,19 @@ class OffloadPolicy {
   /// shard * b_a; a value that allocates through the caching host allocator overrides it.
   virtual uint64_t saved_pinned_bytes(uint64_t shard_numel, const DTypeTriple& t) const {
     return shard_numel * dtype_bytes(t.accum);
+  }
+
+  /// The device bytes of one sync's shard kept alive (UnitGrad::kept) until the end of its backward
+  /// micro-batch at world size `world_size`, for the model's peak. Default 0: freed after its copy.
+  virtual uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t, int world_size) const {
+    (void)shard_numel, (void)t, (void)world_size;
+    return 0;
+  }
+  /// The end of a backward micro-batch with syncs, after the compute stream has waited for every
+  /// reduce-scatter and what followed it on the comm stream (StepDriver::retire_all). Default:
+  /// nothing; copy-fsdp1 synchronises the host and frees the kept shards (docs/PRESETS.md G3, G4).
+  virtual void end_backward(RankBackend& be, std::span<UnitGrad> units) const {
+    (void)be, (void)units;
   }
 
   /// Dispatches on `add` (mode tracking's answer), as the strategy does.

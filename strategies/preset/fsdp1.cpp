@@ -1,5 +1,7 @@
-// Preset `fsdp1`: PyTorch FSDP1 with CPUOffload: checked add, shape tracking, the offloaded shard
-// overwritten by each sync (pytorch#73784).
+// Preset `fsdp1`: PyTorch FSDP1 with CPUOffload: checked add, shape tracking, FSDP1's offload
+// (`copy-fsdp1`: the saved shard overwritten by each sync, pytorch#73784, the D2H on the
+// reduce-scatter's stream, the device shard kept and the host synchronised at the backward's end,
+// a blocking copy at world size 1) and its pre/post division (docs/PRESETS.md D2, G1-G5).
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
@@ -7,9 +9,10 @@ namespace shardaccum {
 SHARDACCUM_REGISTER_PRESET(
     Fsdp1,
     {.name = "fsdp1",
-     .description = "checked add, shape tracking, D2H over the saved shard",
+     .description =
+         "checked add, shape tracking, FSDP1's D2H over the saved shard, pre/post division",
      .follows = "PyTorch FSDP1 FullyShardedDataParallel with CPUOffload(offload_params=True)",
-     .spec = {"data-free", "copy", "shape", "end"},
+     .spec = {"data-free", "copy-fsdp1", "shape", "pre-post"},
      .order = 20,
      // FSDP1 _post_backward_hook issues the reduce-scatter on its post-backward stream without a
      // per-unit wait; _post_backward_final_callback makes the compute stream wait at the end.

@@ -147,7 +147,8 @@ TEST(StrategyMatrix, PipelinedOffloadsAtEveryChunkShape) {
   }
 }
 
-// The positive control: FSDP1/FairScale's copy on SSSS keeps only the last of four micro-batches.
+// The positive control: FSDP1's offload (preset fsdp1: copy-fsdp1, pre-post) on SSSS keeps only
+// the last of four micro-batches, as `copy` does.
 // Independent dyadic gradients make the error sqrt(3/4) ~ 0.87 (PyTorch FSDP1 shows 0.867).
 TEST(PositiveControl, CopyOnSyncLosesThreeOfFourMicroBatches) {
   auto be = make_host_backend({2, 1});

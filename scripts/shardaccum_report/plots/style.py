@@ -48,7 +48,10 @@ BOUND = OKABE_ITO["black"]           # the oracle's error bound
 # here): today's none, gpu-add, cpu-add, copy take the first four colours; today's binding x mode
 # pairs (data/flag, data/shape, data-free/flag, data-free/shape) the first four markers.
 OFFLOAD_PALETTE = ("#4D4D4D", OKABE_ITO["blue"], OKABE_ITO["bluish green"], OKABE_ITO["orange"],
-                   OKABE_ITO["sky blue"], OKABE_ITO["reddish purple"], OKABE_ITO["yellow"], OKABE_ITO["black"])
+                   OKABE_ITO["sky blue"], OKABE_ITO["reddish purple"], OKABE_ITO["yellow"], OKABE_ITO["black"],
+                   # Okabe-Ito has no ninth colour besides vermillion (WRONG): Paul Tol's muted
+                   # wine, teal and olive, also told apart under colour-vision deficiencies.
+                   "#882255", "#44AA99", "#999933")
 # The first values keep the colours the committed reference PNGs were drawn with, wherever a later
 # value (gpu-add-pipelined after gpu-add) sits in the report order; the others follow in that order.
 FIRST_OFFLOADS = ("none", "gpu-add", "cpu-add", "copy")
