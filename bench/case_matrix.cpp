@@ -8,12 +8,17 @@ namespace shardaccum {
 std::string CaseSpec::name() const {
   return "accum/model:" + layout->name + "/world:" + std::to_string(world_size) +
          "/schedule:" + schedule.modes + "/" + strategy.name() + "/dtype:" + dtypes.name() +
-         (backward == Backward::gemm ? "/backward:gemm-T" + std::to_string(tokens) : "");
+         (backward == Backward::gemm ? "/backward:gemm-T" + std::to_string(tokens) : "") +
+         (param_traffic ? "/param-traffic:on" : "");
+}
+
+bool offloads_params(const StrategySpec& st) {
+  return OffloadRegistry::get().make(st.offload, AxisArgs{})->offloaded();
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout, schedule, strategy, dtypes, gen,         seed,
-                  name(),  backward, tokens,   tf32,   chunk_bytes, host_threads};
+  return CasePlan{*layout,  schedule, strategy, dtypes,      gen,          seed,         name(),
+                  backward, tokens,   tf32,     chunk_bytes, host_threads, param_traffic};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -24,8 +29,10 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
         for (const auto& st : a.strategies) {
           if (a.dtypes_all && d.grad != d.reduce && !copy_in_separate(st.copy_in)) continue;
           for (const auto& sc : a.schedules)
+            // Without offload the parameters stay on the GPU: the case is as off, and so its name.
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
-                             a.chunk_bytes, a.host_threads});
+                             a.chunk_bytes, a.host_threads,
+                             a.param_traffic && offloads_params(st)});
         }
   return cases;
 }

@@ -27,6 +27,7 @@ struct MatrixAxes {
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
   int host_threads = 0;                       // --host-threads (cpu-add-pageable)
+  bool param_traffic = false;  // --param-traffic on (kept by the offloaded strategies' cases)
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -45,13 +46,18 @@ struct CaseSpec {
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: not in the name (one per run)
   int host_threads = 0;                       // --host-threads: not in the name (one per run)
+  /// --param-traffic on; only ever true for an offloaded strategy (offloads_params).
+  bool param_traffic = false;
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
-  /// were).
+  /// were), then `/param-traffic:on` with param_traffic only (names without it stay as they were).
   std::string name() const;
   CasePlan plan() const;
 };
+
+/// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on applies to its cases.
+bool offloads_params(const StrategySpec& st);
 
 /// The gradient dtypes of the --backward gemm cases among `cases`, each once (fp32 first): the
 /// dtypes of the run's dense GEMM ceiling.

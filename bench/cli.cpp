@@ -275,6 +275,11 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "torchrun sets 1 when it starts more than one process)")
       ->capture_default_str()
       ->type_name("INT");
+  app.add_option("--param-traffic", o.param_traffic,
+                 "on: offloaded strategies copy each unit's parameter shard H2D before its forward "
+                 "and its backward (FSDP's CPU offload; param_h2d_bytes, case name "
+                 "/param-traffic:on); off: none. Strategies without offload ignore it")
+      ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
                  "(slows NCCL "
@@ -370,6 +375,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
     throw CliError(std::string(o.tokens_given ? "--tokens" : "--tf32") +
                    " is for --backward gemm only (the synthetic backward runs no GEMM); add "
                    "--backward gemm or leave it out");
+  if (o.param_traffic != "on" && o.param_traffic != "off")
+    throw CliError("--param-traffic '" + o.param_traffic + "': expected on or off");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

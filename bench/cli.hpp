@@ -35,6 +35,8 @@ struct BenchOptions {
   uint64_t seed = 0x5a5a;
   int threads = 0;       // host threads per rank for adds; 0: hardware threads / world size
   int host_threads = 0;  // --host-threads: cpu-add-pageable's CPU add threads; 0: the rank's share
+  /// --param-traffic: "off" or "on" (the offloaded strategies' parameter H2D, ParamTraffic).
+  std::string param_traffic = "off";
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit

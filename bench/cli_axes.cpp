@@ -227,6 +227,14 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.seed = o.seed;
   a.chunk_bytes = o.chunk_bytes;
   a.host_threads = o.host_threads;
+  a.param_traffic = o.param_traffic == "on";
+  // On applies to offloaded strategies only (CaseSpec); a run with none of them would run nothing
+  // it asked for.
+  if (a.param_traffic && std::none_of(a.strategies.begin(), a.strategies.end(),
+                                      [](const StrategySpec& st) { return offloads_params(st); }))
+    throw CliError("--param-traffic on: copies the parameters of offloaded strategies only, and "
+                   "no strategy of this run offloads (offload none); add --offload with another "
+                   "value or leave --param-traffic out");
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

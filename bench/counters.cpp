@@ -22,6 +22,14 @@ bool phase_gbps(const CaseTotals& t, int, double& out) {
   return true;
 }
 
+// The h2d phase also times the parameters' copies (--param-traffic on): their bytes count too.
+bool h2d_gbps(const CaseTotals& t, int, double& out) {
+  const double bytes = t.per_step(static_cast<double>(t.sum.h2d_bytes + t.sum.param_h2d_bytes));
+  const double ms = t.per_step(t.sum.phase_ms[static_cast<int>(Phase::h2d)]);
+  if (!(ms > 0)) return false;
+  out = bytes / (ms * 1e-3) / 1e9;
+  return true;
+}
 // Over nccl_link_ms (end − latest rank's start): the time the data moved, not a peer's lateness.
 double nccl_busbw(const CaseTotals& t, int world_size) {
   return reduce_scatter_busbw_gbps(t.per_step(static_cast<double>(t.sum.nccl_input_bytes)),
@@ -71,6 +79,9 @@ const std::vector<CounterDef>& counter_table() {
        &Prediction::d2h_bytes},
       {"d2h_pageable_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_pageable_bytes>, false,
        "model_d2h_pageable_bytes", &Prediction::d2h_pageable_bytes},
+      // --param-traffic on: the parameters' H2D, apart from the gradient path's h2d_bytes.
+      {"param_h2d_bytes", "bytes", K::per_step, field<&StepMetrics::param_h2d_bytes>, false,
+       "model_param_h2d_bytes", &Prediction::param_h2d_bytes},
       {"nccl_input_bytes", "bytes", K::per_step, field<&StepMetrics::nccl_input_bytes>, false,
        "model_nccl_input_bytes", &Prediction::nccl_input_bytes},
       {"reduce_scatter_calls", "calls", K::per_step, field<&StepMetrics::reduce_scatter_calls>},
@@ -94,8 +105,7 @@ const std::vector<CounterDef>& counter_table() {
 
 const std::vector<CeilingDef>& ceiling_table() {
   static const std::vector<CeilingDef> table = {
-      {"h2d_frac_ceiling", "ceiling_h2d_gbps", &Ceilings::h2d_gbps,
-       phase_gbps<&StepMetrics::h2d_bytes, Phase::h2d>},
+      {"h2d_frac_ceiling", "ceiling_h2d_gbps", &Ceilings::h2d_gbps, h2d_gbps},
       {"d2h_frac_ceiling", "ceiling_d2h_gbps", &Ceilings::d2h_gbps,
        phase_gbps<&StepMetrics::d2h_bytes, Phase::d2h>},
       {"accumulate_frac_ceiling", "ceiling_device_copy_gbps", &Ceilings::device_copy_gbps,

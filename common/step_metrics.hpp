@@ -13,7 +13,10 @@ struct StepMetrics {
   std::array<double, kPhaseCount> phase_ms{};  // busy time per phase
   uint64_t h2d_bytes = 0, d2h_bytes = 0;       // counted where the copies are issued
   uint64_t d2h_pageable_bytes = 0;             // of d2h_bytes, those into pageable host memory
-  uint64_t nccl_input_bytes = 0;               // sum of reduce-scatter input sizes
+  /// --param-traffic on: the parameters' H2D (RankBackend::copy_param), not in h2d_bytes, which
+  /// stay the gradient path's (what the model's validation compares).
+  uint64_t param_h2d_bytes = 0;
+  uint64_t nccl_input_bytes = 0;  // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
   /// adds (cpu_add phase): the numerators of their fractions of the copy / host-add ceilings.
@@ -44,7 +47,8 @@ struct StepMetrics {
                    &StepMetrics::reduce_scatter_calls, &StepMetrics::accumulate_bytes,
                    &StepMetrics::cpu_add_bytes, &StepMetrics::division_device_bytes,
                    &StepMetrics::division_host_bytes, &StepMetrics::accounted_h2d_bytes,
-                   &StepMetrics::accounted_d2h_bytes, &StepMetrics::d2h_pageable_bytes})
+                   &StepMetrics::accounted_d2h_bytes, &StepMetrics::d2h_pageable_bytes,
+                   &StepMetrics::param_h2d_bytes})
       this->*f = op(this->*f, o.*f);
     for (auto f :
          {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,

@@ -38,7 +38,8 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   const int n = world_size;
   const Prediction p = predict(plan, n);
   BoundWork w;
-  w.h2d = p.h2d_bytes;
+  // The parameters' H2D (--param-traffic on) share the H2D copy engine with the gradient's.
+  w.h2d = p.h2d_bytes + p.param_h2d_bytes;
   w.d2h = p.d2h_bytes;
   w.link = n >= 2 ? p.nccl_input_bytes : 0;
   for (const FlatParam& u : plan.layout.units)

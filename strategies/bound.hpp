@@ -13,7 +13,7 @@ namespace shardaccum {
 
 /// What one rank moves and computes in one step, by the resource that moves it. Bytes, not GB.
 struct BoundWork {
-  uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict)
+  uint64_t h2d = 0, d2h = 0;  // the analytical model's (predict); h2d with param_h2d_bytes
   uint64_t host = 0;          // CPU adds (src + 2 * dst each) + the host division's pass (r + w)
   uint64_t device = 0;        // generator, accumulate and convert kernels (the copy-in's too),
                               // device divisions, and the world-1 reduce-scatter copy (in + out)

@@ -31,6 +31,9 @@ struct CasePlan {
   uint64_t chunk_bytes = kDefaultChunkBytes;
   /// cpu-add-pageable's CPU add threads (--host-threads; others ignore it); 0: the rank's share.
   int host_threads = 0;
+  /// --param-traffic on, for an offloaded strategy (CaseSpec keeps it off for the others): each
+  /// unit's parameter shard copied H2D before its forward and its backward (ParamTraffic).
+  bool param_traffic = false;
 };
 
 }  // namespace shardaccum

@@ -29,6 +29,12 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   // --backward gemm: the StepDriver's workspace, alive for the whole case (a constant term).
   if (plan.backward == Backward::gemm)
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
+  // --param-traffic on: the host parameter shards, alive for the whole case (ParamTraffic).
+  const uint64_t bp = bg;  // the parameter dtype is the gradient's
+  const auto param_shard = [&](size_t ui) {
+    return plan.param_traffic ? padded_numel(plan.layout.units[ui].numel, n) / n * bp : 0;
+  };
+  for (size_t ui = 0; ui < units; ++ui) pinned += param_shard(ui);
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
   uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
@@ -46,14 +52,23 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
 
   for (int mb = 0; mb < plan.schedule.k(); ++mb) {
     const MicroBatchMode m = plan.schedule.at(mb);
+    for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one shard alive at a time
+      dev += param_shard(ui);
+      bump();
+      dev -= param_shard(ui);
+      p.param_h2d_bytes += param_shard(ui);
+    }
     for (size_t ui = units; ui-- > 0;) {
       const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
       const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
+      dev += param_shard(ui);  // the backward's copy, freed once the backward is issued
+      p.param_h2d_bytes += param_shard(ui);
       // A fresh grad-dtype gradient, or one that a held reduce-dtype gradient takes in and frees.
       if (!grad_alive[ui] || held[ui]) dev += padded * bg;
       bump();
+      dev -= param_shard(ui);
       if (held[ui]) dev -= padded * bg;
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {

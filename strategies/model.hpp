@@ -21,6 +21,12 @@ struct Prediction {
   /// cpu-add-pageable: (s-1) * (P_u/N) * b_a of the D2H into pageable memory when mode tracking
   /// sees the shard; its peak is the largest fresh pageable shard (one alive at a time).
   uint64_t d2h_pageable_bytes = 0, peak_pageable_bytes = 0;
+  /// --param-traffic on (offloaded strategies): 2 * K * Σ_u (P_u/N) * b_param, the shard of each
+  /// unit copied before its forward and before its backward in every micro-batch (b_param =
+  /// dtype_bytes(grad)); not in h2d_bytes. The pinned peak holds Σ_u (P_u/N) * b_param more (the
+  /// host shards, once per case) and the device peak one unit's shard during its backward (or
+  /// forward copy).
+  uint64_t param_h2d_bytes = 0;
   /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre; b_r with a copy-in) and
   /// 2 * (P_u/N) * b_r (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives
   /// (host when offloaded). In place: no term of the peaks.

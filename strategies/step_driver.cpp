@@ -13,7 +13,8 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
       plan_(plan),
       strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes,
                 plan.host_threads),
-      dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())) {
+      dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())),
+      params_(plan.param_traffic, plan.dtypes.grad) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -57,9 +58,13 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   Buffer held;
   if (u.grad && u.grad.dtype() != plan_.dtypes.grad) held = std::move(u.grad);
   const bool accumulate = static_cast<bool>(u.grad);  // grad += g(mb) after an n, else grad = g(mb)
+  // --param-traffic on: the unit's parameters copied in before its gradient is allocated, freed
+  // once its backward is issued (FSDP reshards after the backward).
+  Buffer params = params_.before_backward(be_, u);
   if (!accumulate)
     u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
   backward_pass(u, step, mb, accumulate);
+  params.reset();
   if (held) {
     be_.add(held, u.grad, MemSpace::device, Stream::compute);
     u.grad = std::move(held);
@@ -181,6 +186,11 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
           "micro-batch " + std::to_string(mb) + " " + static_cast<char>(mode);
       nvtx::ScopedRange mb_range(mb_label.c_str(), be_.rank());
       if (mode == MicroBatchMode::sync) agree();  // once per micro-batch with collectives
+      try {
+        if (pending_error_.empty()) params_.forward(be_, units_);
+      } catch (const std::exception& e) {
+        pending_error_ = e.what();
+      }
       for (auto it = units_.rbegin(); it != units_.rend(); ++it) {  // backward: last unit first
         const std::string unit_label = "unit " + std::to_string(it->index) + " " + it->name;
         nvtx::ScopedRange unit_range(unit_label.c_str(), be_.rank());

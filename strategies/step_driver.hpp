@@ -11,6 +11,7 @@
 
 #include "strategies/case_plan.hpp"
 #include "strategies/oracle.hpp"
+#include "strategies/param_traffic.hpp"
 #include "strategies/strategy.hpp"
 
 namespace shardaccum {
@@ -54,7 +55,8 @@ class StepDriver {
   std::deque<InFlight> in_flight_;  // oldest first; lookahead 0: empty, 1: one, between syncs
   std::string pending_error_;       // this rank's error, held until the ranks agree
   uint8_t dyadic_max_;              // the generator's value range for this case (dyadic_range)
-  Buffer workspace_;  // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
+  ParamTraffic params_;  // --param-traffic on: the parameters' H2D before forward and backward
+  Buffer workspace_;     // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
 };
 
 }  // namespace shardaccum

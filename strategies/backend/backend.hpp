@@ -70,6 +70,14 @@ class RankBackend : public BufferOwner {
   /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces
   /// (a copy into pageable_host is also counted in d2h_pageable_bytes). Host to host: BackendError.
   virtual void copy(Buffer& dst, const Buffer& src, Stream s) = 0;
+  /// The parameters' H2D under --param-traffic on (FSDP2 _fsdp_param.py all_gather_inputs,
+  /// `.to(device, non_blocking=True)` from pinned memory; FSDP1 _flat_param.py pre_unshard): as
+  /// copy() from a host space into `dst` on the device, counted in StepMetrics::param_h2d_bytes
+  /// and not in h2d_bytes. The default, a backend without that accounting: BackendError.
+  virtual void copy_param(Buffer& dst, const Buffer& src, Stream s) {
+    (void)dst, (void)src, (void)s;
+    throw BackendError("this backend has no parameter copy (--param-traffic on)");
+  }
   /// dst += src elementwise with dtype conversion, both in `space` (device add: accumulate phase;
   /// pinned_host add: the CPU add, cpu_add phase, whose operands may be in either host space,
   /// add_operand_in). An operand elsewhere is a BackendError.

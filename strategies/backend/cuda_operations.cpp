@@ -15,10 +15,21 @@ namespace {
 ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : ncclBfloat16; }
 }  // namespace
 
-void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
+void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) { copy_counted(dst, src, s, false); }
+
+void CudaRank::copy_param(Buffer& dst, const Buffer& src, Stream s) {
+  if (!is_host(src.space()) || is_host(dst.space()))
+    throw BackendError(who("copy_param") + " of " + shape(src) + " into " + shape(dst) +
+                       ": the parameters' copy is a host-to-device copy");
+  copy_counted(dst, src, s, true);
+}
+
+void CudaRank::copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param) {
   set_device(device_);
   Lock l(mu_);
-  after_tasks(l, {&dst, &src}, "copy");
+  // No host task (a CPU add of gradient shards) ever reads the parameters: their copy need not
+  // wait for the queued tasks as copies of older pinned buffers do.
+  if (!param) after_tasks(l, {&dst, &src}, "copy");
   live(dst, "copy", "destination");
   live(src, "copy", "source");
   if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
@@ -36,7 +47,7 @@ void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) {
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
   end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
-  if (h2d) m_.h2d_bytes += src.bytes();
+  if (h2d) (param ? m_.param_h2d_bytes : m_.h2d_bytes) += src.bytes();
   if (d2h) m_.d2h_bytes += src.bytes();
   if (d2h && dst.space() == MemSpace::pageable_host) m_.d2h_pageable_bytes += src.bytes();
 }

@@ -73,6 +73,8 @@ class CudaRank final : public RankBackend {
   Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) override;
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
+  /// As copy, counted in param_h2d_bytes (--param-traffic on); host to device only.
+  void copy_param(Buffer& dst, const Buffer& src, Stream s) override;
   void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) override;
   void convert(Buffer& dst, const Buffer& src, Stream s) override;
   void scale(Buffer& dst, double factor, Stream s) override;
@@ -171,6 +173,8 @@ class CudaRank final : public RankBackend {
   };
 
   std::string who(const char* op) const;
+  /// copy and copy_param: `param` counts an H2D in param_h2d_bytes instead of h2d_bytes.
+  void copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param);
   /// The allocation holding `b` (`b` itself, or a view inside it: *whole false), or nullptr.
   Alloc* find_alloc(const Buffer& b, bool* whole = nullptr);
   /// find_alloc that throws BackendError when `b` is not live (the hazards' lookup).

@@ -2,6 +2,7 @@
 // the trace's GPU tracks, and the recovery of a rank after a failed run.
 #include "strategies/backend/cuda_rank.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -180,7 +181,8 @@ StepMetrics CudaRank::end_step() {
     const uint64_t t_end = c->now();
     const gpu_activity::WindowTotals w = c->totals(device_, cupti_t0_, t_end);
     m_.bytes_from_cupti = true;
-    m_.h2d_bytes = w.h2d_bytes;
+    // CUPTI sees every H2D; the parameters' (copy_param, counted apart) are not the gradient's.
+    m_.h2d_bytes = w.h2d_bytes - std::min(w.h2d_bytes, m_.param_h2d_bytes);
     m_.d2h_bytes = w.d2h_bytes;
     m_.nccl_kernel_ms = w.nccl_ms;
     m_.accumulate_kernel_ms = w.accumulate_ms;

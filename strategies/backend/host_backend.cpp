@@ -95,7 +95,17 @@ class HostRank final : public RankBackend {
     std::free(b.data());
   }
 
-  void copy(Buffer& dst, const Buffer& src, Stream s) override {
+  void copy(Buffer& dst, const Buffer& src, Stream s) override { copy_counted(dst, src, s, false); }
+
+  void copy_param(Buffer& dst, const Buffer& src, Stream s) override {
+    if (!is_host(src.space()) || is_host(dst.space()))
+      throw BackendError("host backend: copy_param of " + shape(src) + " into " + shape(dst) +
+                         ": the parameters' copy is a host-to-device copy");
+    copy_counted(dst, src, s, true);
+  }
+
+  // `param`: the parameters' H2D (copy_param), counted apart from the gradient path's h2d_bytes.
+  void copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param) {
     expect_live(dst, "copy", "destination");
     expect_live(src, "copy", "source");
     if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
@@ -108,7 +118,7 @@ class HostRank final : public RankBackend {
     const auto t0 = Clock::now();
     std::memcpy(dst.data(), src.data(), src.bytes());
     if (h2d) {
-      m_.h2d_bytes += src.bytes();
+      (param ? m_.param_h2d_bytes : m_.h2d_bytes) += src.bytes();
       done(Phase::h2d, t0, trace::track::of(s), "copy", src.bytes());
     } else if (d2h) {
       m_.d2h_bytes += src.bytes();

@@ -22,6 +22,7 @@ class ForwardingRank : public RankBackend {
   }
   void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
   void copy(Buffer& d, const Buffer& s, Stream st) override { in_.copy(d, s, st); }
+  void copy_param(Buffer& d, const Buffer& s, Stream st) override { in_.copy_param(d, s, st); }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }
   void convert(Buffer& d, const Buffer& s, Stream st) override { in_.convert(d, s, st); }
   void scale(Buffer& d, double f, Stream s) override { in_.scale(d, f, s); }

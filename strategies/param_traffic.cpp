@@ -1,0 +1,28 @@
+#include "strategies/param_traffic.hpp"
+
+namespace shardaccum {
+
+Buffer ParamTraffic::fetch(RankBackend& be, const UnitGrad& u) {
+  Buffer dev = be.allocate(MemSpace::device, param_, u.shard, Stream::h2d);
+  be.copy_param(dev, host_[u.index], Stream::h2d);
+  // The compute that reads the parameters (forward, backward) waits for their copy.
+  be.wait(Stream::compute, be.record(Stream::h2d));
+  return dev;
+}
+
+void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) {
+  if (!active_) return;
+  if (host_.empty()) {
+    host_.resize(units.size());
+    for (const UnitGrad& u : units)
+      host_[u.index] = be.allocate(MemSpace::pinned_host, param_, u.shard, Stream::h2d);
+  }
+  for (const UnitGrad& u : units) fetch(be, u).reset();  // forward order: first unit first
+}
+
+Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
+  if (!active_) return {};
+  return fetch(be, u);
+}
+
+}  // namespace shardaccum

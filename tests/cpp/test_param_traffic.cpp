@@ -1,0 +1,191 @@
+// --param-traffic on (docs/DESIGN.md §2, ParamTraffic) on the host backend: the parameters' H2D,
+// 2 * K * Σ_u (P_u/N) * b_param, measured and modelled alike at worlds 1, 2 and 4, apart from the
+// gradient path's bytes (unchanged from off), with the peaks of the model and the verdict of off;
+// each unit's forward copy at the micro-batch's start and its backward copy right before its
+// backward, which waits for it; the bound's copy engines count it; the case name's segment, the
+// strategies without offload left as off, and the flag's refusals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/cli.hpp"
+#include "faulty_backend.hpp"
+#include "strategies/bound.hpp"
+#include "test_support.hpp"
+
+namespace shardaccum {
+namespace {
+
+using testing::design_says_correct;
+using testing::expect_bytes_and_peaks_of_the_model;
+using testing::make_layout;
+using testing::run_two_steps;
+
+CasePlan plan_of(const Layout& l, const char* sched, const char* offload, const char* mode,
+                 const char* dtype, bool on) {
+  CasePlan p{l,
+             parse_schedule(sched, static_cast<int>(std::string(sched).size())),
+             {"data-free", offload, mode},
+             parse_dtype_triple(dtype),
+             GenMode::dyadic,
+             11,
+             "t"};
+  p.param_traffic = on;
+  return p;
+}
+
+/// 2 * K * Σ_u (P_u/N) * b_param: a forward and a backward copy of every unit's padded shard in
+/// each micro-batch, in the gradient dtype.
+uint64_t expected_param_bytes(const CasePlan& p, int world) {
+  uint64_t shards = 0;
+  for (const FlatParam& u : p.layout.units) shards += shard_numel(u.numel, world);
+  return 2 * static_cast<uint64_t>(p.schedule.k()) * shards * dtype_bytes(p.dtypes.grad);
+}
+
+TEST(ParamTraffic, BytesPeaksAndVerdictAtWorlds124) {
+  for (const int world : {1, 2, 4}) {
+    auto be = make_host_backend({world, 1});
+    const Layout layout = make_layout({1, 1009, 3, 96});  // odd sizes: padded shards
+    for (const char* offload : {"copy", "gpu-add", "cpu-add", "cpu-add-pageable"})
+      for (const char* sched : {"nnnS", "nSnS", "SSSS"})
+        for (const char* mode : {"flag", "shape"})
+          for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
+            const CasePlan off = plan_of(layout, sched, offload, mode, dtype, false);
+            const CasePlan on = plan_of(layout, sched, offload, mode, dtype, true);
+            SCOPED_TRACE(on.strategy.name() + " " + sched + " world " + std::to_string(world) +
+                         " " + dtype);
+            const auto a = run_two_steps(*be, off);
+            const auto b = run_two_steps(*be, on);
+            EXPECT_EQ(a.measured.param_h2d_bytes, 0u);
+            EXPECT_EQ(a.model.param_h2d_bytes, 0u);
+            EXPECT_EQ(b.measured.param_h2d_bytes, expected_param_bytes(on, world));
+            EXPECT_EQ(b.model.param_h2d_bytes, expected_param_bytes(on, world));
+            // The gradient path's copies are those of off; the peaks are the model's.
+            EXPECT_EQ(b.measured.h2d_bytes, a.measured.h2d_bytes);
+            EXPECT_EQ(b.measured.d2h_bytes, a.measured.d2h_bytes);
+            expect_bytes_and_peaks_of_the_model(b);
+            // The pinned host shards stay for the case: Σ (P_u/N) * b_param above off's peak.
+            EXPECT_EQ(b.measured.peak_pinned_bytes,
+                      a.measured.peak_pinned_bytes + expected_param_bytes(on, world) / 2 /
+                                                         static_cast<uint64_t>(on.schedule.k()));
+            EXPECT_GE(b.measured.peak_device_bytes, a.measured.peak_device_bytes);
+            EXPECT_EQ(b.correct, a.correct);
+            EXPECT_EQ(b.correct, design_says_correct(on.strategy, on.schedule));
+            EXPECT_EQ(b.max_rel_err, a.max_rel_err);
+          }
+  }
+}
+
+// The copy engines' term of the bound sees the parameters' H2D beside the gradient's.
+TEST(ParamTraffic, BoundCountsTheParameterCopies) {
+  const CasePlan on =
+      plan_of(make_layout({64, 32}), "nS", "gpu-add", "flag", "fp32-fp32-fp32", true);
+  const Prediction p = predict(on, 2);
+  EXPECT_GT(p.param_h2d_bytes, 0u);
+  EXPECT_EQ(bound_work(on, 2).h2d, p.h2d_bytes + p.param_h2d_bytes);
+  CasePlan off = on;
+  off.param_traffic = false;
+  EXPECT_EQ(bound_work(off, 2).h2d, predict(off, 2).h2d_bytes);
+}
+
+/// Records, in issue order, "p<numel>" for a parameter copy, "w" for the compute stream waiting
+/// on the event recorded on the h2d stream right after it, and "g<numel>" for a backward.
+class RecordingRank final : public testing::ForwardingRank {
+ public:
+  RecordingRank(RankBackend& inner, std::string& ops) : ForwardingRank(inner), ops_(ops) {}
+  void copy_param(Buffer& d, const Buffer& s, Stream st) override {
+    EXPECT_EQ(st, Stream::h2d);
+    EXPECT_EQ(s.space(), MemSpace::pinned_host);
+    EXPECT_EQ(d.space(), MemSpace::device);
+    ops_ += " p" + std::to_string(s.numel());
+    in_.copy_param(d, s, st);
+  }
+  Event record(Stream s) override {
+    const Event e = in_.record(s);
+    if (s == Stream::h2d) h2d_ = e.id;
+    return e;
+  }
+  void wait(Stream w, Event e) override {
+    if (w == Stream::compute && e.id == h2d_) ops_ += " w";
+    in_.wait(w, e);
+  }
+  void generate(Buffer& g, const GradKey& k, bool acc, Stream s) override {
+    ops_ += " g" + std::to_string(g.numel());
+    in_.generate(g, k, acc, s);
+  }
+  void begin_step() override {
+    ops_.clear();  // the last step's calls only
+    in_.begin_step();
+  }
+
+ private:
+  std::string& ops_;
+  uint64_t h2d_ = 0;
+};
+
+TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt) {
+  std::string ops;
+  testing::WrappedBackend be(
+      1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+  const CasePlan plan =
+      plan_of(make_layout({40, 24}), "nS", "cpu-add", "flag", "fp32-fp32-fp32", true);
+  EXPECT_TRUE(run_two_steps(be, plan).correct);
+  // Per micro-batch: the forward's copies first to last, each waited for; then the backward last
+  // unit first, each unit's copy waited for right before its generator.
+  const std::string mb = " p40 w p24 w p24 w g24 p40 w g40";
+  EXPECT_EQ(ops, mb + mb);
+}
+
+BenchOptions parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "shardaccum_bench");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  BenchOptions o;
+  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
+  return o;
+}
+
+std::vector<CaseSpec> cases_of(std::vector<std::string> args) {
+  return build_matrix(resolve_axes(parsed(std::move(args)), "uniform:2x4", 2, 1024, false));
+}
+
+TEST(ParamTraffic, NameSegmentOffloadedOnlyAndRefusals) {
+  // Off (the default): no name has the segment, no plan copies parameters.
+  for (const CaseSpec& c : cases_of({"--offload", "all"})) {
+    EXPECT_EQ(c.name().find("param-traffic"), std::string::npos) << c.name();
+    EXPECT_FALSE(c.plan().param_traffic);
+  }
+  // On: the offloaded cases end with the segment; offload none runs and is named as off.
+  const std::vector<CaseSpec> on = cases_of({"--offload", "all", "--param-traffic", "on"});
+  ASSERT_FALSE(on.empty());
+  bool saw_none = false;
+  for (const CaseSpec& c : on) {
+    const bool offloaded = c.strategy.offload != "none";
+    saw_none = saw_none || !offloaded;
+    EXPECT_EQ(c.plan().param_traffic, offloaded) << c.name();
+    const std::string seg = "/param-traffic:on";
+    const std::string n = c.name();
+    EXPECT_EQ(n.size() > seg.size() && n.compare(n.size() - seg.size(), seg.size(), seg) == 0,
+              offloaded)
+        << n;
+  }
+  EXPECT_TRUE(saw_none);
+  const auto refusal = [](std::vector<std::string> args) {
+    try {
+      cases_of(std::move(args));
+    } catch (const CliError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string bogus = refusal({"--param-traffic", "bogus"});
+  EXPECT_NE(bogus.find("--param-traffic"), std::string::npos) << bogus;
+  EXPECT_NE(bogus.find("bogus"), std::string::npos) << bogus;
+  // A run whose strategies all keep their gradients on the GPU would copy nothing it asked for.
+  const std::string none = refusal({"--offload", "none", "--param-traffic", "on"});
+  EXPECT_NE(none.find("--param-traffic"), std::string::npos) << none;
+}
+
+}  // namespace
+}  // namespace shardaccum
