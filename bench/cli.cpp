@@ -37,8 +37,9 @@ std::string description() {
   std::string presets;
   for (const PresetInfo& p : PresetRegistry::get().entries())
     presets += "    " + p.name + " = " + p.spec.binding + "/" + p.spec.offload + "/" + p.spec.mode +
-               (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) + ": " +
-               p.follows + "\n";
+               (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) +
+               (p.spec.copy_in == kDefaultCopyIn ? "" : " (copy-in " + p.spec.copy_in + ")") +
+               ": " + p.follows + "\n";
   std::string schedules;
   for (const CanonicalSchedule& c : kCanonicalSchedules)
     schedules += "    " + std::string(c.name) + ": " + c.description + "\n";
@@ -48,7 +49,8 @@ Every case runs one warm-up and --steps measured optimizer steps of K micro-batc
 checks the result against an exact reference (max_rel_err, correct), and reports per-step counters
 beside the analytical model's prediction (model_*). Axes take a comma-separated list, or `all` where
 the values are a finite list (not --k; --world-size only on cuda: 1..GPUs); without the flag an axis
-takes the default matrix's values. The console prints a line per case; the JSON every counter.
+takes the default matrix's values, and with no axis flag and no --preset the presets outside it run
+after it (the main job). The console prints a line per case; the JSON every counter.
 
 Axes (docs/DESIGN.md §3):
   schedule: n = no-sync micro-batch (gradient stays unsharded), S = sync (reduce-scatter). Literal

@@ -38,17 +38,24 @@ class Strategy:
     # The lookahead the name chose (/lookahead:V), else None (the strategy's default). Not part of the
     # identity (the case key's extra carries it); it decides whether the values are their preset.
     lookahead: str | None = field(default=None, compare=False, repr=False)
-    # The copy-in the name gave (/copy-in:C), else None (`none`). Not part of the identity either (the
-    # case key's extra carries it); it decides whether the values are their preset.
-    copy_in: str | None = field(default=None, compare=False, repr=False)
+    # The copy-in the name gave (/copy-in:C), else None (`none`): part of the identity and of the
+    # label, as the strategy's fifth value (a copy-in does not make another group of plots), and it
+    # decides whether the values are their preset.
+    copy_in: str | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.copy_in == "none":  # the default, spelled out: the same strategy as leaving it out
+            object.__setattr__(self, "copy_in", None)
 
     @property
     def label(self) -> str:
         """'binding/offload/mode', e.g. 'data-free/cpu-add/flag'; a division other than its default
-        is appended ('.../flag/each')."""
+        is appended ('.../flag/each'), then a copy-in other than none ('.../collective/chunk-cat')."""
         parts = [self.binding, self.offload, self.mode]
         if self.division != self.registry.axis("division").default:
             parts.append(self.division)
+        if self.copy_in:
+            parts.append(self.copy_in)
         return "/".join(parts)
 
     @property
@@ -130,7 +137,9 @@ class CaseKey:
 
     @property
     def group(self) -> Group:
-        return Group(self.model, self.world, self.k, self.dtype, self.extra)
+        """The case's group; its copy-in is the strategy's (in its label), not another group."""
+        return Group(self.model, self.world, self.k, self.dtype,
+                     tuple((k, v) for k, v in self.extra if k != "copy-in"))
 
     @property
     def name(self) -> str:

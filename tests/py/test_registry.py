@@ -91,7 +91,12 @@ def test_presets_and_report_order_come_from_the_registry():
             "mode:flag/division:collective/")
     named = parse_case_name(base + "copy-in:chunk-cat/dtype:fp32-fp32-fp32", r)
     assert named.strategy.preset == "fsdp2" and named.extra == (("copy-in", "chunk-cat"),)
-    assert parse_case_name(base + "dtype:fp32-fp32-fp32", r).strategy.preset is None
+    plain = parse_case_name(base + "dtype:fp32-fp32-fp32", r)
+    assert plain.strategy.preset is None
+    # One group of plots for both, told apart by the strategy (its label names the copy-in).
+    assert named.group == plain.group and named.strategy != plain.strategy
+    assert named.strategy.label == "data-free/cpu-add-pageable/flag/collective/chunk-cat"
+    assert parse_case_name(base + "copy-in:none/dtype:fp32-fp32-fp32", r).strategy == plain.strategy
     assert r.preset_of(Strategy("data-free", "cpu-add", "flag", "each")) is None
     assert [p.name for p in r.presets] == ["fairscale", "fsdp1", "fsdp2", "zero3", "ideal"]
     ordered = sorted([Strategy("data", "zzz", "flag", registry=r), Strategy("data", "pipelined", "flag", registry=r),
