@@ -17,6 +17,12 @@
 #            with a trace and its report, into reports/h200-overlap/
 #   limit    the limit strategies (#17): uniform:16x64M and gpt2-xl, SSSS, every offload, division
 #            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/
+#   validsuite #16's validation, the suite side: presets fsdp2 and fsdp1 with --param-traffic on and
+#            their strategies without offload, uniform:16x64M and gpt2-xl, K=4, every canonical
+#            schedule, into reports/h200-validation/suite-*.json
+#   validreal  the same workload on the real systems (VALID_SYSTEMS, default "fsdp2 fsdp1"), bench/real/run.py
+#            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json)
+#   presetref the one-GPU suite job with the faithful presets (run.sh --no-real --name h200-reference-presets)
 #   torchlines the installed torch's version and the sha256 of the files docs/PRESETS.md cites
 #   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
 #   gemmref  the one-GPU suite job with --backward gemm --tokens 1024 --cupti kernels
@@ -31,7 +37,7 @@ PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/h200-limit reports/profiles 2>/dev/null) 2>/dev/null \
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/h200-limit reports/h200-validation reports/h200-reference-presets reports/profiles 2>/dev/null) 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
@@ -214,6 +220,48 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       step "limit $bw"
     done
     ;;
+  validsuite)
+    # #16: the presets on the real systems' workload (bench/real/run.py's defaults here: seed 23130,
+    # 1 warm-up + 2 measured steps), with the parameters' copies (--param-traffic on) as FSDP's offload
+    # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none.
+    step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
+    D=reports/h200-validation
+    mkdir -p "$D"
+    V=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
+       --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json)
+    for run in fsdp2 fsdp1 fsdp2-none fsdp1-none; do
+      case $run in
+        fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
+        fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
+        fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1) ;;
+        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --lookahead unbounded) ;;
+      esac
+      s0=$SECONDS
+      timeout 200 $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/suite-$run.json" >"$D/suite-$run.log" 2>&1
+      echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/suite-$run.log" | head -3
+      step "validation suite $run"
+    done
+    ;;
+  validreal)
+    step "validation, real: ${VALID_SYSTEMS:-fsdp2 fsdp1} on uniform:16x64M and gpt2-xl"
+    D=reports/h200-validation
+    mkdir -p "$D"
+    for system in ${VALID_SYSTEMS:-fsdp2 fsdp1}; do
+      s0=$SECONDS
+      timeout "${VALID_TIMEOUT:-540}" python3 bench/real/run.py --system "$system" --model uniform:16x64M,gpt2-xl \
+        --schedule all --k 4 --dtype fp32-fp32-fp32 --offload cpu,none --seed 23130 --warmup 1 --steps 2 \
+        --out "$D/real-$system.json" >"$D/real-$system.log" 2>&1
+      echo "real $system: rc=$? $((SECONDS - s0)) s"; grep -E '^\[real\] wrote|Error|error' "$D/real-$system.log" | tail -3
+      step "validation real $system"
+    done
+    ;;
+  presetref)
+    step "one-GPU suite job with the faithful presets: run.sh --no-real --name h200-reference-presets"
+    s0=$SECONDS
+    timeout "${PRESETREF_TIMEOUT:-540}" bash scripts/run.sh --no-install --no-real --name h200-reference-presets \
+      2>&1 | tee "$OUT/presetref_job.log" | grep -v '^accum/' | tail -25
+    echo "presetref job: wall $((SECONDS - s0)) s (the build was done before it)"
+    ;;
   torchlines)
     # #16's checklist: the cited lines of the installed torch (docs/PRESETS.md), printed for comparison.
     step "torch lines for docs/PRESETS.md"
@@ -243,7 +291,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       >"reports/$name/check_trace.txt" 2>&1
     echo "check_trace: rc=$?"; tail -8 "reports/$name/check_trace.txt"
     ;;
-  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed, timecheck, overlap, limit, torchlines, suiteref, gemmref)"; exit 2 ;;
+  *) echo "unknown part '$part' (tests, launch, offload, sanitize, main, memory, fit, check, realtests, reference, deepspeed, timecheck, overlap, limit, validsuite, validreal, presetref, torchlines, suiteref, gemmref)"; exit 2 ;;
   esac
 done
 step "done"

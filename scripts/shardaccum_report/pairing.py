@@ -17,6 +17,7 @@ from .real import RealKey
 from .registry import Registry
 
 NO_PRESET_CASE = "no preset case in the inputs"
+PARAM_TRAFFIC = "param-traffic"
 
 
 @dataclass
@@ -47,24 +48,51 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
     if preset is None:
         names = ", ".join(p.name for p in registry.presets) or "none"
         return None, f"the registry has no preset {key.system!r} (its presets: {names})"
-    strategy = Strategy(**dict(preset.axes), registry=registry)
+    strategy = Strategy(**dict(preset.axes), registry=registry, copy_in=preset.copy_in)
     if key.offload == "none":
         none = no_offload_value(registry)
         if none is None:
             return None, "the registry has no single offload value with offloaded false"
         strategy = replace(strategy, offload=none)
-    return CaseKey(key.model, key.world, key.schedule, strategy, key.dtype, key.extra, registry), None
+    extra = key.extra + ((("copy-in", strategy.copy_in),) if strategy.copy_in else ())
+    return CaseKey(key.model, key.world, key.schedule, strategy, key.dtype, extra, registry), None
+
+
+def normalised(key: CaseKey) -> CaseKey:
+    """A suite case's key as preset_key builds one from a real case, so that the two compare equal:
+    the name parts in one order; `param-traffic` and `lookahead` dropped (a real system's parameters
+    always move, and its lookahead is its own, the preset's); `backward:gemm-TN` read as the real
+    runner's `tokens:N` (both are N tokens of GEMMs, bench/real/README.md)."""
+    extra = []
+    for k, v in key.extra:
+        if k in (PARAM_TRAFFIC, "lookahead"):
+            continue
+        if k == "backward" and v.startswith("gemm-T"):
+            k, v = "tokens", v[len("gemm-T"):]
+        extra.append((k, v))
+    return replace(key, extra=tuple(sorted(extra)))
+
+
+def suite_index(suite: Run) -> dict[CaseKey, Case]:
+    """The suite's cases by normalised key; where one case ran with and without parameter traffic, the
+    one with it (what a real system does: its parameters always move under offload)."""
+    index: dict[CaseKey, Case] = {}
+    for case in suite.cases:
+        key = normalised(case.key)
+        if key not in index or dict(case.key.extra).get(PARAM_TRAFFIC) == "on":
+            index[key] = case
+    return index
 
 
 def pair_cases(real: Run, suite: Run | None) -> list[Pair]:
     """Every real case, in report order, with its preset case from `suite` (None: no suite run given).
     The registry is the suite run's (a real run carries none), else the committed one."""
     registry = suite.registry if suite is not None else Registry.committed()
-    by_key = suite.by_key() if suite is not None else {}
+    by_key = suite_index(suite) if suite is not None else {}
     pairs = []
     for case in real.cases:
         key, why = preset_key(case.key, registry)
-        found = by_key.get(key) if key is not None else None
+        found = by_key.get(normalised(key)) if key is not None else None
         why = f"{NO_PRESET_CASE}: {why}" if key is None else (None if found else NO_PRESET_CASE)
         pairs.append(Pair(case, key, found, why))
     return pairs

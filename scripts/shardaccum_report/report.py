@@ -35,6 +35,7 @@ from .plots import (
 )
 from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE, on_gpu_time
 from .real_section import real_inputs, render_real_only, render_section
+from .validation import render_validation
 from .trace import StepTimeline, TraceSet, load_trace
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -131,6 +132,7 @@ def render(run: Run, name: str, folder: Path, traces: TraceSet | None = None, ta
     out.append(_scaling_section(run, folder, time_label))
     if real is not None:
         out.append(render_section(real, run, folder))
+        out.append(render_validation(real, run, folder))
     out.append(_notes(run, name, traces, real))
     return "\n".join(part for part in out if part)
 

@@ -1,0 +1,130 @@
+"""Presets against the real systems (issue 16's validation, scripts/shardaccum_report/validation.py):
+hand-made real and suite cases whose every row is computed by hand here; the JSON's keys; the report's
+section; no rows from a host-backend run."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_doc
+from shardaccum_report.loading import load_inputs
+from shardaccum_report.pairing import preset_key
+from shardaccum_report.real import parse_real_name
+from shardaccum_report.registry import Registry
+from shardaccum_report.report import build_report
+from shardaccum_report.validation import ALLOWED_OUTSIDE, rows_of
+
+MODEL, DTYPE = "uniform:8x64K", "fp32-fp32-fp32"
+ZERO = {"d2h_bytes": 0, "h2d_bytes": 0, "d2h_ms": 0.0, "h2d_ms": 0.0, "cpu_add_ms": 0.0, "correct": 1}
+# real fsdp2 at world 1: (schedule, offload) -> counters. Peaks: parameters on the device without offload.
+REAL = {
+    ("nnnS", "none"): {**ZERO, "step_ms": 10.0, "peak_device_bytes": 10000, "accum_cost_b_ms": 0.0},
+    ("SSSS", "none"): {**ZERO, "step_ms": 14.0, "peak_device_bytes": 10000, "accum_cost_b_ms": 4.0},
+    ("nnnS", "cpu"): {**ZERO, "step_ms": 30.0, "peak_device_bytes": 6000, "accum_cost_b_ms": 0.0, "d2h_bytes": 400,
+                      "d2h_ms": 5.0, "param_h2d_ms": 2.0, "param_h2d_bytes": 8000},
+    ("SSSS", "cpu"): {**ZERO, "step_ms": 90.0, "peak_device_bytes": 3000, "accum_cost_b_ms": 60.0, "d2h_bytes": 1600,
+                      "d2h_ms": 50.0, "cpu_add_ms": 20.0, "param_h2d_ms": 2.0, "param_h2d_bytes": 8000},
+}
+# the preset's cases: no parameters without offload; with --param-traffic on one unit's at a time.
+SUITE = {
+    ("nnnS", "none"): {**ZERO, "step_ms": 9.0, "peak_device_bytes": 5000},
+    ("SSSS", "none"): {**ZERO, "step_ms": 13.5, "peak_device_bytes": 5000},
+    ("nnnS", "cpu"): {**ZERO, "step_ms": 28.0, "peak_device_bytes": 2100, "d2h_bytes": 400, "d2h_ms": 7.0,
+                      "h2d_ms": 2.2, "param_h2d_bytes": 8000},
+    ("SSSS", "cpu"): {**ZERO, "step_ms": 85.0, "peak_device_bytes": 100, "d2h_bytes": 1600, "d2h_ms": 45.0,
+                      "h2d_ms": 2.2, "cpu_add_ms": 25.0, "param_h2d_bytes": 8000},
+}
+
+
+def _real_name(schedule: str, offload: str) -> str:
+    return f"real/system:fsdp2/model:{MODEL}/world:1/schedule:{schedule}/offload:{offload}/dtype:{DTYPE}"
+
+
+def _suite_name(schedule: str, offload: str) -> str:
+    key, why = preset_key(parse_real_name(_real_name(schedule, offload)), Registry.committed())
+    assert key is not None, why
+    # The bench's own order (bench/case_matrix.cpp): the strategy's copy-in before the dtype, then
+    # parameter traffic; the key's name has the dtype first.
+    name = key.name.replace(f"/dtype:{DTYPE}", "") + f"/dtype:{DTYPE}"
+    return name + ("/param-traffic:on" if offload == "cpu" else "")
+
+
+def _entry(name: str, counters: dict) -> dict:
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+            "threads": 1, "iterations": 2, "real_time": counters["step_ms"], "cpu_time": 1.0, "time_unit": "ms",
+            "k": 4, "world_size": 1, **counters}
+
+
+def _docs(tmp_path, backend: str = "cuda"):
+    real = {"context": {"backend": "real", "time_domain": "GPU time", "executable": "bench/real/run.py"},
+            "benchmarks": [_entry(_real_name(s, o), c) for (s, o), c in REAL.items()]}
+    suite = {"context": {"backend": backend, "time_domain": "GPU events"},
+             "benchmarks": [_entry(_suite_name(s, o), c) for (s, o), c in SUITE.items()]}
+    return write_doc(real, tmp_path / "real.json"), write_doc(suite, tmp_path / "suite.json")
+
+
+def _rows(tmp_path):
+    suite, real = load_inputs(list(_docs(tmp_path)))
+    rows, left = rows_of(real, suite)
+    return {(r.case.split("/schedule:")[1].split("/dtype")[0], r.figure): r for r in rows}, left
+
+
+def test_every_row_is_the_hand_computed_one(tmp_path):
+    rows, left = _rows(tmp_path)
+    assert left == []
+    got = {k: (r.real, r.suite, r.passes) for k, r in rows.items()}
+    want = {
+        ("nnnS/offload:none", "correct"): (1, 1, True), ("SSSS/offload:none", "correct"): (1, 1, True),
+        ("nnnS/offload:cpu", "correct"): (1, 1, True), ("SSSS/offload:cpu", "correct"): (1, 1, True),
+        **{(f"{s}/offload:{o}", f): (b, b, True) for s, o, f, b in (
+            ("nnnS", "none", "d2h_bytes", 0), ("SSSS", "none", "d2h_bytes", 0), ("nnnS", "cpu", "d2h_bytes", 400),
+            ("SSSS", "cpu", "d2h_bytes", 1600), ("nnnS", "none", "h2d_bytes", 0), ("SSSS", "none", "h2d_bytes", 0),
+            ("nnnS", "cpu", "h2d_bytes", 0), ("SSSS", "cpu", "h2d_bytes", 0))},
+        # deltas to nnnS none; the suite's baseline gains the parameter shards, 8000 / (2·4) = 1000 B
+        ("SSSS/offload:none", "peak_device_delta_bytes"): (0, 0, True),
+        ("nnnS/offload:cpu", "peak_device_delta_bytes"): (-4000, 2100 - 6000, True),   # +2.5%
+        ("SSSS/offload:cpu", "peak_device_delta_bytes"): (-7000, 100 - 6000, False),   # +15.7%
+        ("nnnS/offload:cpu", "d2h_ms"): (5.0, 7.0, False),                             # +40%
+        ("SSSS/offload:cpu", "d2h_ms"): (50.0, 45.0, True),                            # -10%
+        # h2d with parameter traffic: the real gradient h2d plus its parameter copies, 0 + 2 ms
+        ("nnnS/offload:cpu", "h2d_ms"): (2.0, 2.2, True), ("SSSS/offload:cpu", "h2d_ms"): (2.0, 2.2, True),
+        ("SSSS/offload:cpu", "cpu_add_ms"): (20.0, 25.0, False),                       # +25%
+        ("SSSS/offload:none", "accum_cost_b_ms"): (4.0, 4.5, True),                    # +12.5%
+        ("SSSS/offload:cpu", "accum_cost_b_ms"): (60.0, 57.0, True),                   # -5%
+    }
+    assert got == want
+
+
+def test_a_byte_or_verdict_that_differs_fails_whatever_its_size(tmp_path):
+    SUITE[("SSSS", "cpu")]["d2h_bytes"] = 1601
+    SUITE[("SSSS", "none")]["correct"] = 0
+    try:
+        rows, _ = _rows(tmp_path)
+    finally:
+        SUITE[("SSSS", "cpu")]["d2h_bytes"] = 1600
+        SUITE[("SSSS", "none")]["correct"] = 1
+    assert not rows[("SSSS/offload:cpu", "d2h_bytes")].passes
+    assert not rows[("SSSS/offload:none", "correct")].passes
+    assert rows[("nnnS/offload:cpu", "d2h_bytes")].passes
+
+
+def test_the_report_writes_the_section_and_validation_json_with_the_issue_keys(tmp_path):
+    readme = build_report(list(_docs(tmp_path)), "val", tmp_path / "out")
+    text = readme.read_text(encoding="utf-8")
+    part = text.split("## Presets against the real systems", 1)[1]
+    assert "timing and memory: 7 of 10 within tolerance, 3 outside" in part
+    assert f"at most {ALLOWED_OUTSIDE} may be" in part
+    assert part.count("✗ **outside**") == 3
+    rows = json.loads((readme.parent / "validation.json").read_text(encoding="utf-8"))
+    assert len(rows) == 22
+    assert all(set(r) == {"case", "preset_case", "figure", "real", "suite"} for r in rows)
+    assert {r["figure"] for r in rows} == {"correct", "d2h_bytes", "h2d_bytes", "peak_device_delta_bytes", "d2h_ms",
+                                          "h2d_ms", "cpu_add_ms", "accum_cost_b_ms"}
+    assert all(r["preset_case"].startswith("accum/") and r["case"].startswith("real/") for r in rows)
+
+
+def test_a_host_run_gives_no_rows_and_says_why(tmp_path):
+    readme = build_report(list(_docs(tmp_path, backend="host")), "val", tmp_path / "out")
+    part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
+    assert "**Not validated**" in part
+    assert not (readme.parent / "validation.json").exists()
