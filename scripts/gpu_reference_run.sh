@@ -225,7 +225,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # 1 warm-up + 2 measured steps), with the parameters' copies (--param-traffic on) as FSDP's offload
     # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none.
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
-    D=reports/h200-validation
+    D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
     V=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
        --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json)
@@ -244,7 +244,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     ;;
   validreal)
     step "validation, real: ${VALID_SYSTEMS:-fsdp2 fsdp1} on uniform:16x64M and gpt2-xl"
-    D=reports/h200-validation
+    D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
     for system in ${VALID_SYSTEMS:-fsdp2 fsdp1}; do
       s0=$SECONDS
