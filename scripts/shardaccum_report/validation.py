@@ -3,7 +3,7 @@
 For every real case (bench/real/run.py) whose system has a preset, the suite case of that preset (same
 model, world size, schedule, dtype and backward; `offload:cpu` beside the preset's own offload value,
 `offload:none` beside its strategy without offload, pairing.preset_key) and, per figure, the real and the
-suite value. The figures and their tolerances (docs/DESIGN.md §7):
+suite value. The figures and their tolerances (docs/DESIGN.md §9, "Validation of the presets"):
 
 | figure | real | suite | passes when |
 |---|---|---|---|
