@@ -28,7 +28,8 @@
 #   gemmref  the one-GPU suite job with --backward gemm --tokens 1024 --cupti kernels
 #            (run.sh --no-real --name h200-reference-gemm), then scripts/check_trace.py on its trace
 # e.g. scripts/gpu_reference_run.sh tests launch offload. Results go to reports/_gpu/ and, packed
-# after every part, to $PACK_TO/gpu_session.tgz (a session cut short still returns what it finished).
+# after every part, to $PACK_TO/gpu_session.tgz: only the files this session wrote (a session cut
+# short still returns what it finished; VALID_DIR=DIR puts the validation parts' results in DIR).
 # Run from the repository root.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -36,8 +37,15 @@ OUT=reports/_gpu
 PACK_TO=${PACK_TO:-$OUT}
 mkdir -p "$OUT" "$PACK_TO"
 t0=$SECONDS
+# Only what this session wrote is packed: files under reports/ modified since it started (and
+# VALID_DIR), never the committed files the tree arrived with (they made the archive too big to
+# come back once).
+stamp=$OUT/.session_start
+touch "$stamp"
 step() {
-  tar czf "$PACK_TO/gpu_session.tgz.tmp" "$OUT" $(ls -d reports/h200x2-llama2-7b reports/h200-reference reports/h200-overlap reports/h200-reference-suite reports/h200-reference-gemm reports/h200-limit reports/h200-validation reports/h200-reference-presets reports/profiles 2>/dev/null) 2>/dev/null \
+  { find reports -type f -newer "$stamp" ! -path "$OUT/*" 2>/dev/null; echo "$OUT"
+    [[ -n "${VALID_DIR:-}" && -d "$VALID_DIR" ]] && echo "$VALID_DIR"; } >"$OUT/.pack_list"
+  tar czf "$PACK_TO/gpu_session.tgz.tmp" -T "$OUT/.pack_list" 2>/dev/null \
     && mv "$PACK_TO/gpu_session.tgz.tmp" "$PACK_TO/gpu_session.tgz"
   printf '\n=== %s (at %ds)\n' "$*" $((SECONDS - t0))
 }
