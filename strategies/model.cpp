@@ -123,6 +123,14 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present) pinned += offload->saved_pinned_bytes(shard, plan.dtypes);
+        if (mb == plan.schedule.k() - 1) {  // the accumulation boundary: its copy and destination
+          const SyncCost b = offload->predicted_boundary(shard, plan.dtypes);
+          p.d2h_bytes += b.d2h;
+          dev += b.device_transient;
+          pinned += b.pinned_transient;  // alive until the step's end
+          bump();
+          dev -= b.device_transient;
+        }
         // One host task per piece (per chunk with pinned_chunk), each allocating its staging
         // beside the stagings of the tasks still pending.
         uint64_t left = c.pinned_transient;

@@ -167,7 +167,7 @@ void StepDriver::sync(UnitGrad& u, int mb) {
   if (!pending_error_.empty()) return;  // out is released: this step fails at the next agreement
   nvtx::PhaseRange r(Phase::accumulate, out.bytes(), be_.rank());
   try {
-    strategy_.accumulate(be_, u, std::move(out), mb);
+    strategy_.accumulate(be_, u, std::move(out), mb, mb == plan_.schedule.k() - 1);
   } catch (const std::exception& e) {
     if (pending_error_.empty()) pending_error_ = e.what();
   }
@@ -175,8 +175,11 @@ void StepDriver::sync(UnitGrad& u, int mb) {
 
 StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle) {
   be_.begin_step();
-  if (!in_flight_.empty()) retire_all();      // left by a step that ended in an exception
-  for (UnitGrad& u : units_) u.kept.reset();  // likewise: kept shards of a failed micro-batch
+  if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
+  for (UnitGrad& u : units_) {            // likewise: kept shards of a failed micro-batch
+    u.kept.reset();
+    u.master.reset();
+  }
   {
     const std::string label = "step " + std::to_string(step) + " " + plan_.name;
     nvtx::ScopedRange step_range(label.c_str(), be_.rank());
@@ -252,6 +255,7 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
     u.saved.reset();  // released (None) for the next step
     u.grad.reset();
     u.kept.reset();
+    u.master.reset();
   }
   return m;
 }

@@ -78,10 +78,11 @@ void AccumulationStrategy::prepare_backward(UnitGrad& u, int, MicroBatchMode mod
   mode_->prepare_backward(u.index, mode);
 }
 
-void AccumulationStrategy::accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb) {
-  const AddSite site{u.index, &u.name, mb};
+void AccumulationStrategy::accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb,
+                                      bool boundary) {
+  const AddSite site{u.index, &u.name, mb, boundary};
   if (!mode_->has_saved_shard(u.index, view_of(u.saved), u.shard)) {
-    offload_->start_saved(be, u, std::move(out), dtypes_.accum);
+    offload_->start_saved_at(be, u, std::move(out), dtypes_.accum, site);
     mode_->shard_saved(u.index);
   } else if (offload_->add_to_saved(be, u, std::move(out), dtypes_.accum, *binding_, site)) {
     mode_->shard_saved(u.index);

@@ -92,8 +92,9 @@ class AccumulationStrategy {
 
   /// Decide what the existing gradient means, before the unit's backward of micro-batch mb.
   void prepare_backward(UnitGrad& u, int mb, MicroBatchMode mode);
-  /// THE variable part: fold the reduce-scatter result `out` into the saved shard.
-  void accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb);
+  /// THE variable part: fold the reduce-scatter result `out` into the saved shard. `boundary`:
+  /// mb is the step's last micro-batch (AddSite::boundary).
+  void accumulate(RankBackend& be, UnitGrad& u, Buffer out, int mb, bool boundary = false);
   /// The division axis at a sync: before the reduce-scatter (on the unsharded gradient), its
   /// reduction, and after it (on its output); see Division.
   void before_reduce_scatter(RankBackend& be, Buffer& grad) const {

@@ -7,6 +7,9 @@
 //   kept  — offload copy-fsdp1 only: the device shard whose D2H made `saved` (FSDP1's
 //           _saved_grad_shard), alive until the end of the backward micro-batch (docs/PRESETS.md
 //           G3).
+//   master — offload gpu-add-zero3 only: DeepSpeed ZeRO-3's fp32 optimizer gradient on the host
+//           (pinned, fp32), copied at the accumulation boundary, alive until the step's end
+//           (docs/PRESETS.md Z5).
 #include <cstdint>
 #include <string>
 
@@ -23,6 +26,7 @@ struct UnitGrad {
   Buffer grad;
   Buffer saved;
   Buffer kept;
+  Buffer master;
   uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
 };
 
@@ -31,6 +35,7 @@ struct AddSite {
   uint32_t unit = 0;
   const std::string* unit_name = nullptr;
   int micro_batch = 0;
+  bool boundary = false;  // the step's last micro-batch: DeepSpeed's accumulation boundary
   std::string describe() const;
 };
 

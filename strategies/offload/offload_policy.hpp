@@ -5,6 +5,7 @@
 // (a plain D2H into saved, or out kept as saved without offload); a value may override it.
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "strategies/binding/binding.hpp"
 #include "strategies/registry.hpp"
@@ -46,6 +47,13 @@ class OffloadPolicy {
   /// accum dtype if needed, then kept on the device (not offloaded) or a plain D2H into a pinned
   /// saved shard (offloaded).
   virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const;
+  /// start_saved with the sync's site, for a value that acts at the accumulation boundary
+  /// (AddSite::boundary, gpu-add-zero3). Default: start_saved.
+  virtual void start_saved_at(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                              const AddSite& site) const {
+    (void)site;
+    start_saved(be, u, std::move(out), accum);
+  }
   /// A later S: fold `out` into u.saved. Returns true when `out` instead became a new saved shard
   /// (the tracker then notes it).
   virtual bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
@@ -55,6 +63,13 @@ class OffloadPolicy {
   virtual SyncCost predicted_start(uint64_t shard_numel, const DTypeTriple& t) const;
   /// What add_to_saved moves.
   virtual SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const = 0;
+  /// What the step's last sync moves beyond its start or add (the accumulation boundary): d2h its
+  /// copy, device_transient a conversion alive during it, pinned_transient its destination, alive
+  /// until the step's end. Default: nothing (gpu-add-zero3: the optimizer's fp32 gradient, Z5).
+  virtual SyncCost predicted_boundary(uint64_t shard_numel, const DTypeTriple& t) const {
+    (void)shard_numel, (void)t;
+    return {};
+  }
   /// The pinned bytes an offloaded saved shard of `shard_numel` elements is counted as. Default:
   /// shard * b_a; a value that allocates through the caching host allocator overrides it.
   virtual uint64_t saved_pinned_bytes(uint64_t shard_numel, const DTypeTriple& t) const {

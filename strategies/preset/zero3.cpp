@@ -1,14 +1,18 @@
-// Preset `zero3`: DeepSpeed ZeRO-3 with offload: the saved shard copied back to the GPU, added
-// there, copied out again.
+// Preset `zero3`: DeepSpeed ZeRO-3 with offload_optimizer (0.19.8): the first S's shard copied out
+// and straight back, each later S's saved shard copied back to the GPU, added there and copied out
+// again, the boundary's copy into the optimizer's fp32 gradient (`gpu-add-zero3`, docs/PRESETS.md
+// Z4, Z5), the bucket divided by N before the reduce-scatter (`pre`, D4).
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
 
 SHARDACCUM_REGISTER_PRESET(
     Zero3, {.name = "zero3",
-            .description = "checked add, flag tracking, add on the GPU",
-            .follows = "DeepSpeed ZeRO-3 offload (async_accumulate_grad_in_cpu_via_gpu)",
-            .spec = {"data-free", "gpu-add", "flag", "end"},
+            .description = "checked add, flag tracking, add on the GPU as ZeRO-3 does it, "
+                           "division before the reduce-scatter",
+            .follows = "DeepSpeed ZeRO-3 offload_optimizer (stage3.py partition_grads, "
+                       "__avg_scatter_grads)",
+            .spec = {"data-free", "gpu-add-zero3", "flag", "pre"},
             .order = 40,
             // ZeRO-3 reduces on its reduction stream without a per-bucket wait of the backward;
             // independent_gradient_partition_epilogue synchronizes at the end.

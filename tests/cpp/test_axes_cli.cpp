@@ -156,13 +156,15 @@ TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndAChosenOneIsAlwaysNamed) {
   // zero3's axes default to its registered unbounded, with the preset or without it.
   const MatrixAxes z = axes({"--preset", "zero3,fsdp2", "--lookahead", "1"});
   ASSERT_EQ(z.strategies.size(), 2u);
-  EXPECT_EQ(z.strategies[0].name(), "binding:data-free/offload:gpu-add/mode:flag/lookahead:1");
+  EXPECT_EQ(z.strategies[0].name(),
+            "binding:data-free/offload:gpu-add-zero3/mode:flag/division:pre/lookahead:1");
   // fsdp2's own default, chosen: named too, so both cases at lookahead 1 carry the segment.
   EXPECT_EQ(z.strategies[1].name(),
             "binding:data-free/offload:cpu-add-pageable/mode:flag/division:collective/"
             "copy-in:chunk-cat/lookahead:1");
+  // gpu-add/flag/end is no preset since zero3 became gpu-add-zero3/pre: the default lookahead 1.
   const MatrixAxes d = axes({"--binding", "data-free", "--offload", "gpu-add", "--mode", "flag"});
-  EXPECT_EQ(d.strategies.at(0).effective_lookahead(), Lookahead::unbounded);
+  EXPECT_EQ(d.strategies.at(0).effective_lookahead(), Lookahead::one);
   EXPECT_EQ(d.strategies.at(0).name(), "binding:data-free/offload:gpu-add/mode:flag");
   EXPECT_EQ(axes({"--lookahead", "all"}).strategies.size(), 3 * axes({}).strategies.size());
 }

@@ -183,20 +183,20 @@ TEST(Presets, IdealIsCorrectWithGpuAddsBytesAndNoHostPass) {
     auto be = make_host_backend({world, 1});
     for (const char* s : {"SSSS", "nnnS", "nSnS", "SnSS"}) {
       const Schedule sched = parse_schedule(s, 4);
-      const auto plan = [&](const char* p) {
+      const auto plan = [&](const StrategySpec& spec) {
         return CasePlan{make_layout({1000, 4096, 77}),
                         sched,
-                        preset(p),
+                        spec,
                         parse_dtype_triple("fp32-fp32-fp32"),
                         GenMode::dyadic,
                         3,
                         "t"};
       };
-      const auto ideal = run_two_steps(*be, plan("ideal"));
-      const auto zero3 = run_two_steps(*be, plan("zero3"));
+      const auto ideal = run_two_steps(*be, plan(preset("ideal")));
+      const auto gpu_add = run_two_steps(*be, plan({"data-free", "gpu-add", "flag"}));
       EXPECT_TRUE(ideal.correct) << world << " " << s << " err " << ideal.max_rel_err;
-      EXPECT_EQ(ideal.measured.h2d_bytes, zero3.measured.h2d_bytes) << world << " " << s;
-      EXPECT_EQ(ideal.measured.d2h_bytes, zero3.measured.d2h_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.h2d_bytes, gpu_add.measured.h2d_bytes) << world << " " << s;
+      EXPECT_EQ(ideal.measured.d2h_bytes, gpu_add.measured.d2h_bytes) << world << " " << s;
       EXPECT_EQ(ideal.measured.h2d_bytes, ideal.model.h2d_bytes) << world << " " << s;
       EXPECT_EQ(ideal.measured.d2h_bytes, ideal.model.d2h_bytes) << world << " " << s;
       EXPECT_EQ(ideal.measured.division_host_bytes, 0u) << world << " " << s;
