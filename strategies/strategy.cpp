@@ -82,7 +82,7 @@ void AccumulationStrategy::accumulate(RankBackend& be, UnitGrad& u, Buffer out, 
                                       bool boundary) {
   const AddSite site{u.index, &u.name, mb, boundary};
   if (!mode_->has_saved_shard(u.index, view_of(u.saved), u.shard)) {
-    offload_->start_saved_at(be, u, std::move(out), dtypes_.accum, site);
+    offload_->start_saved(be, u, std::move(out), dtypes_.accum, site);
     mode_->shard_saved(u.index);
   } else if (offload_->add_to_saved(be, u, std::move(out), dtypes_.accum, *binding_, site)) {
     mode_->shard_saved(u.index);

@@ -11,8 +11,8 @@ class CopyOver final : public OffloadPolicy {
  public:
   bool offloaded() const override { return true; }
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
-                    const AddSite&) const override {
-    start_saved(be, u, std::move(out), accum);
+                    const AddSite& site) const override {
+    start_saved(be, u, std::move(out), accum, site);
     return true;
   }
   SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {

@@ -25,7 +25,8 @@ class CopyFsdp1 final : public OffloadPolicy {
  public:
   bool offloaded() const override { return true; }
 
-  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const override {
+  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                   const AddSite&) const override {
     Buffer cast = detail::cast_to_accum(be, out, accum);
     Buffer src = cast ? std::move(cast) : std::move(out);  // out is freed here when it was cast
     // A saved shard this step did not recognise (shape on the host) is overwritten in place.
@@ -40,8 +41,8 @@ class CopyFsdp1 final : public OffloadPolicy {
   }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
-                    const AddSite&) const override {
-    start_saved(be, u, std::move(out), accum);
+                    const AddSite& site) const override {
+    start_saved(be, u, std::move(out), accum, site);
     return true;
   }
 

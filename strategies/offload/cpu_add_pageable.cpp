@@ -38,7 +38,8 @@ class CpuAddPageable final : public OffloadPolicy {
 
   // FSDP2's first S: `.to("cpu", non_blocking=True)` into pinned memory from its caching host
   // allocator (CachingHostAllocator.h:300-302): the shared path, allocated as that allocator does.
-  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const override {
+  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                   const AddSite&) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     detail::d2h_into_saved(be, u, cast ? cast : out, true);
   }

@@ -13,13 +13,7 @@ class GpuAdd final : public OffloadPolicy {
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
                     const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
-    const Buffer& src = cast ? cast : out;
-    Buffer staging = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
-    be.copy(staging, u.saved, Stream::copy);  // H2D
-    be.wait(Stream::comm, be.record(Stream::copy));
-    binding.add(be, staging, src, MemSpace::device, u, site);
-    be.wait(Stream::copy, be.record(Stream::comm));
-    be.copy(u.saved, staging, Stream::copy);  // D2H
+    detail::add_on_device(be, u, cast ? cast : out, accum, binding, site);
     return false;
   }
 

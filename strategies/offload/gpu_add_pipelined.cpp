@@ -18,8 +18,9 @@ class GpuAddPipelined final : public OffloadPolicy {
 
   bool offloaded() const override { return true; }
 
-  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const override {
-    OffloadPolicy::start_saved(be, u, std::move(out), accum);
+  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                   const AddSite& site) const override {
+    OffloadPolicy::start_saved(be, u, std::move(out), accum, site);
     note_d2h(be, u);
   }
 

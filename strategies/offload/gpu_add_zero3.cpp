@@ -20,12 +20,8 @@ class GpuAddZero3 final : public OffloadPolicy {
  public:
   bool offloaded() const override { return true; }
 
-  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const override {
-    start_saved_at(be, u, std::move(out), accum, AddSite{});
-  }
-
-  void start_saved_at(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
-                      const AddSite& site) const override {
+  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                   const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
     detail::d2h_into_saved(be, u, src);  // D2H into the CPU buffer (on the copy stream)
@@ -37,13 +33,7 @@ class GpuAddZero3 final : public OffloadPolicy {
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
                     const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
-    const Buffer& src = cast ? cast : out;
-    Buffer staging = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
-    be.copy(staging, u.saved, Stream::copy);  // H2D
-    be.wait(Stream::comm, be.record(Stream::copy));
-    binding.add(be, staging, src, MemSpace::device, u, site);
-    be.wait(Stream::copy, be.record(Stream::comm));
-    be.copy(u.saved, staging, Stream::copy);  // D2H
+    const Buffer staging = detail::add_on_device(be, u, cast ? cast : out, accum, binding, site);
     if (site.boundary) to_optimizer(be, u, staging);
     return false;
   }

@@ -7,7 +7,8 @@ namespace shardaccum {
 ShardBytes::ShardBytes(uint64_t shard_numel, const DTypeTriple& t)
     : accum(shard_numel * dtype_bytes(t.accum)), cast(t.reduce != t.accum ? accum : 0) {}
 
-void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const {
+void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                                const AddSite&) const {
   Buffer cast = detail::cast_to_accum(be, out, accum);
   if (offloaded())
     detail::d2h_into_saved(be, u, cast ? cast : out);
@@ -43,6 +44,17 @@ void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_c
                   : be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::copy);
   be.wait(Stream::copy, be.record(Stream::comm));
   be.copy(u.saved, src, Stream::copy);
+}
+
+Buffer add_on_device(RankBackend& be, UnitGrad& u, const Buffer& src, DType accum,
+                     const Binding& binding, const AddSite& site) {
+  Buffer staging = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
+  be.copy(staging, u.saved, Stream::copy);  // H2D
+  be.wait(Stream::comm, be.record(Stream::copy));
+  binding.add(be, staging, src, MemSpace::device, u, site);
+  be.wait(Stream::copy, be.record(Stream::comm));
+  be.copy(u.saved, staging, Stream::copy);  // D2H
+  return staging;
 }
 
 }  // namespace detail

@@ -5,7 +5,6 @@
 // (a plain D2H into saved, or out kept as saved without offload); a value may override it.
 #include <cstdint>
 #include <span>
-#include <utility>
 
 #include "strategies/binding/binding.hpp"
 #include "strategies/registry.hpp"
@@ -45,15 +44,10 @@ class OffloadPolicy {
   /// The first S of the unit in this step (mode tracking found no saved shard to add to): `out`
   /// (device, reduce dtype, shard elements) becomes the saved shard. Default: converted to the
   /// accum dtype if needed, then kept on the device (not offloaded) or a plain D2H into a pinned
-  /// saved shard (offloaded).
-  virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum) const;
-  /// start_saved with the sync's site, for a value that acts at the accumulation boundary
-  /// (AddSite::boundary, gpu-add-zero3). Default: start_saved.
-  virtual void start_saved_at(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
-                              const AddSite& site) const {
-    (void)site;
-    start_saved(be, u, std::move(out), accum);
-  }
+  /// saved shard (offloaded). `site`: where, and whether at the accumulation boundary
+  /// (AddSite::boundary, which gpu-add-zero3 acts on).
+  virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
+                           const AddSite& site) const;
   /// A later S: fold `out` into u.saved. Returns true when `out` instead became a new saved shard
   /// (the tracker then notes it).
   virtual bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
@@ -109,6 +103,12 @@ uint64_t chunk_numel(uint64_t chunk_bytes, DType accum);
 /// src's size): the shared first S of an offloaded step, and `copy`'s every S. `host_cached`:
 /// allocated through RankBackend::allocate_host_cached (cpu-add-pageable).
 void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_cached = false);
+/// gpu-add's later S: H2D u.saved into a device staging buffer (accum dtype, src's elements), add
+/// `src` into it on the comm stream (binding), D2H the sum back over u.saved. Returns the staging
+/// buffer, the sum on the device (gpu-add-zero3 copies it on at the boundary). src must stay alive
+/// until then; errors are the binding's.
+Buffer add_on_device(RankBackend& be, UnitGrad& u, const Buffer& src, DType accum,
+                     const Binding& binding, const AddSite& site);
 }  // namespace detail
 
 }  // namespace shardaccum
