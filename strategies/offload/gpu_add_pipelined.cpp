@@ -1,9 +1,11 @@
 // Offload `gpu-add-pipelined` (idealised): gpu-add with the H2D on its own copy stream
 // (Stream::h2d) and the D2H on Stream::copy, so that one direction's DMA engine runs while the
 // other's does; the shard is cut into chunks of --chunk-bytes so that one unit pipelines with
-// itself. Chunk c: H2D saved[c] into staging c%2 (issued before chunk c-1's D2H), add out[c] on the
-// GPU, D2H back. Bytes are gpu-add's; the device staging is two chunks (a ring) instead of the
-// whole shard.
+// itself. Chunk c: H2D saved[c] into the staging's chunk c, add out[c] on the GPU, D2H back. Bytes
+// are gpu-add's, and so is the device staging: the whole shard, one chunk per slot. A ring of two
+// chunks (before 2026-12-03) made chunk c's H2D wait for chunk c-2's D2H, which the one copy
+// stream queues behind every D2H issued before it: on one H200 the H2Ds of micro-batch 1 then
+// waited through all of micro-batch 0's 77 ms of D2H (reports/h200-limit, trace-synthetic).
 #include <vector>
 
 #include "strategies/offload/offload_policy.hpp"
@@ -29,32 +31,27 @@ class GpuAddPipelined final : public OffloadPolicy {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
     const uint64_t n = src.numel(), c = detail::chunk_numel(chunk_bytes_, accum);
-    // The H2D reads what this unit's previous D2H wrote: the only wait on the copy stream, so the
-    // H2D of this unit overlaps the D2H of the unit before it.
+    // The H2D reads what this unit's previous D2H wrote: the only wait on the h2d stream, so the
+    // H2D of this unit overlaps the D2H of the units before it.
     if (u.index < have_d2h_.size() && have_d2h_[u.index]) be.wait(Stream::h2d, last_d2h_[u.index]);
     const uint64_t chunks = (n + c - 1) / c;
-    Buffer ring[2];
-    Event landed[2], freed[2];  // per ring slot: its H2D done; the D2H that last read it
-    // The H2D of chunk i into slot i % 2, after the D2H of chunk i - 2 has read that slot.
-    auto h2d = [&](uint64_t i) {
-      const uint64_t off = i * c, len = std::min(c, n - off);
-      Buffer& slot = ring[i % 2];
-      if (!slot) slot = be.allocate(MemSpace::device, accum, len, Stream::h2d);  // chunks 0, 1
-      if (i >= 2) be.wait(Stream::h2d, freed[i % 2]);
-      Buffer stage = slot.view(0, len);
-      be.copy(stage, u.saved.view(off, len), Stream::h2d);
-      landed[i % 2] = be.record(Stream::h2d);
-    };
-    h2d(0);
+    Buffer staging = be.allocate(MemSpace::device, accum, n, Stream::h2d);
+    // Every chunk's H2D first, back to back on the h2d stream: none waits for a D2H.
+    std::vector<Event> landed(chunks);
     for (uint64_t i = 0; i < chunks; ++i) {
-      if (i + 1 < chunks) h2d(i + 1);  // issued before chunk i's D2H: both directions at once
       const uint64_t off = i * c, len = std::min(c, n - off);
-      Buffer stage = ring[i % 2].view(0, len), saved = u.saved.view(off, len);
-      be.wait(Stream::comm, landed[i % 2]);
+      Buffer stage = staging.view(off, len);
+      be.copy(stage, u.saved.view(off, len), Stream::h2d);
+      landed[i] = be.record(Stream::h2d);
+    }
+    // Then per chunk, once it has landed: the add, and its D2H while later chunks still land.
+    for (uint64_t i = 0; i < chunks; ++i) {
+      const uint64_t off = i * c, len = std::min(c, n - off);
+      Buffer stage = staging.view(off, len), saved = u.saved.view(off, len);
+      be.wait(Stream::comm, landed[i]);
       binding.add(be, stage, src.view(off, len), MemSpace::device, u, site);
       be.wait(Stream::copy, be.record(Stream::comm));
       be.copy(saved, stage, Stream::copy);  // D2H
-      freed[i % 2] = be.record(Stream::copy);
     }
     note_d2h(be, u);
     return false;
@@ -62,9 +59,7 @@ class GpuAddPipelined final : public OffloadPolicy {
 
   SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
     const ShardBytes b(shard_numel, t);
-    const uint64_t ring = std::min(shard_numel, 2 * detail::chunk_numel(chunk_bytes_, t.accum)) *
-                          dtype_bytes(t.accum);
-    return {b.accum, b.accum, b.cast + ring, 0, false};
+    return {b.accum, b.accum, b.cast + b.accum, 0, false};  // the staging: gpu-add's whole shard
   }
 
  private:

@@ -116,8 +116,10 @@ TEST(Model, Zero3MovesWhatDeepSpeedMoved) {
 }
 
 // The pipelined values at a 100-element chunk (400 B) of the 336-element shards above: chunks of
-// 100, 100, 100 and 36 elements.
-TEST(Model, PipelinedOffloadsHoldChunksNotShards) {
+// 100, 100, 100 and 36 elements. gpu-add-pipelined stages the whole shard on the device, as
+// gpu-add (a ring of chunks stalled its H2D behind queued D2Hs); cpu-add-pipelined's pinned
+// staging is one chunk per pending host task.
+TEST(Model, PipelinedOffloadsStageAsGpuAddAndHoldHostChunks) {
   const Layout l = load_layout("uniform:2x1000", {});
   CasePlan g =
       plan_for(l, "SSSS", {"data-free", "gpu-add-pipelined", "flag", "end", Lookahead::unbounded},
@@ -126,8 +128,12 @@ TEST(Model, PipelinedOffloadsHoldChunksNotShards) {
   Prediction p = predict(g, 3);
   EXPECT_EQ(p.d2h_bytes, 10752u);  // gpu-add's bytes
   EXPECT_EQ(p.h2d_bytes, 8064u);
-  // As gpu-add's 10752 above, with a two-chunk ring (800) instead of the shard's staging (1344).
-  EXPECT_EQ(p.peak_device_bytes, 10208u);
+  // gpu-add's peak, its staging of the whole shard (1344 bytes) included.
+  CasePlan whole =
+      plan_for(l, "SSSS", {"data-free", "gpu-add", "flag", "end", Lookahead::unbounded},
+               "fp32-fp32-fp32");
+  EXPECT_EQ(p.peak_device_bytes, predict(whole, 3).peak_device_bytes);
+  EXPECT_EQ(p.peak_device_bytes, 10752u);
   EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344);
 
   CasePlan c = plan_for(l, "SSSS", {"data-free", "cpu-add-pipelined", "flag"}, "fp32-fp32-fp32");

@@ -1,9 +1,10 @@
 // The pipelined offloads' issue order on the host backend (docs/DESIGN.md §3): gpu-add-pipelined
-// issues the H2D of chunk i+1 (on the h2d stream) before the D2H of chunk i (on the copy stream),
-// cpu-add-pipelined queues each chunk's CPU add right after that chunk's D2H; each chunk at its
+// issues every chunk's H2D (on the h2d stream) before the first D2H (on the copy stream), and its
+// h2d stream waits for nothing inside the sync (no chunk's H2D waits for a D2H), cpu-add-pipelined queues each chunk's CPU add right after that chunk's D2H; each chunk at its
 // own offset of the saved shard.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,8 +15,9 @@
 namespace shardaccum {
 namespace {
 
-/// One call as issued: "h2d", "d2h", "task" or "cpu-add", its stream, and the byte offset of the
-/// host operand from the first host operand of the step's last sync.
+/// One call as issued: "h2d", "d2h", "task", "cpu-add" or "wait" (a stream waiting for an event),
+/// its stream, and the byte offset of the host operand from the first host operand of the step's
+/// last sync.
 struct Op {
   std::string what;
   Stream stream = Stream::compute;
@@ -34,6 +36,10 @@ class RecordingRank final : public testing::ForwardingRank {
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override {
     if (sp == MemSpace::pinned_host) ops_.push_back({"cpu-add", st, addr(d), d.numel()});
     in_.add(d, s, sp, st);
+  }
+  void wait(Stream w, Event e) override {
+    ops_.push_back({"wait", w, 0, 0});
+    in_.wait(w, e);
   }
   void host_task(Event e, std::function<void()> t) override {
     ops_.push_back({"task", Stream::copy, 0, 0});
@@ -67,11 +73,17 @@ std::vector<Op> last_sync_of(const char* offload) {
   // The first S is one whole D2H into the saved shard; what follows is the pipelined add.
   EXPECT_FALSE(ops.empty());
   if (ops.empty()) return ops;
-  EXPECT_EQ(ops[0].what, "d2h");
-  EXPECT_EQ(ops[0].numel, 224u);
-  const uintptr_t saved = ops[0].host;
-  std::vector<Op> rest(ops.begin() + 1, ops.end());
+  const auto first = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.what != "wait"; });
+  EXPECT_NE(first, ops.end());
+  if (first == ops.end()) return {};
+  EXPECT_EQ(first->what, "d2h");
+  EXPECT_EQ(first->numel, 224u);
+  const uintptr_t saved = first->host;
+  std::vector<Op> rest(first + 1, ops.end());
+  while (!rest.empty() && rest.back().what == "wait") rest.pop_back();
   // The step ends with finalize's division, queued as a host task of its own.
+  EXPECT_FALSE(rest.empty());
+  if (rest.empty()) return rest;
   EXPECT_EQ(rest.back().what, "task");
   rest.pop_back();
   for (Op& o : rest)
@@ -85,9 +97,18 @@ std::string sequence(const std::vector<Op>& ops) {
   return s;
 }
 
-TEST(PipelinedOrder, GpuAddIssuesTheNextH2dBeforeThisChunksD2h) {
-  const std::vector<Op> ops = last_sync_of("gpu-add-pipelined");
-  EXPECT_EQ(sequence(ops), "h2d h2d d2h h2d d2h h2d d2h d2h");
+TEST(PipelinedOrder, GpuAddIssuesEveryH2dBeforeAnyD2hAndItsH2dsWaitForNoD2h) {
+  std::vector<Op> ops = last_sync_of("gpu-add-pipelined");
+  // The waits inside the sync: none on the h2d stream (the one for the unit's previous D2H comes
+  // before the sync's first copy, at its start).
+  const auto first_copy = std::find_if(ops.begin(), ops.end(), [](const Op& o) {
+    return o.what == "h2d" || o.what == "d2h";
+  });
+  for (auto it = first_copy; it != ops.end(); ++it)
+    EXPECT_FALSE(it->what == "wait" && it->stream == Stream::h2d) << "a chunk's H2D waits";
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
+            ops.end());
+  EXPECT_EQ(sequence(ops), "h2d h2d h2d h2d d2h d2h d2h d2h");
   std::vector<uintptr_t> h2d_at, d2h_at;
   std::vector<uint64_t> h2d_len;
   for (const Op& o : ops) {
@@ -102,7 +123,9 @@ TEST(PipelinedOrder, GpuAddIssuesTheNextH2dBeforeThisChunksD2h) {
 }
 
 TEST(PipelinedOrder, CpuAddQueuesEachChunksAddAfterItsD2h) {
-  const std::vector<Op> ops = last_sync_of("cpu-add-pipelined");
+  std::vector<Op> ops = last_sync_of("cpu-add-pipelined");
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
+            ops.end());
   // The host backend runs a task at once: its CPU add shows right after the task is queued.
   EXPECT_EQ(sequence(ops), "d2h task cpu-add d2h task cpu-add d2h task cpu-add d2h task cpu-add");
   std::vector<uintptr_t> add_at;
