@@ -58,10 +58,12 @@ class BackendPool {
     return false;
   }
   /// The cuda backend's dense GEMM ceiling in these gradient dtypes (--backward gemm cases), fp32
-  /// with TF32 when `tf32`; none by default.
-  void set_gemm_ceilings(std::vector<DType> dtypes, bool tf32) {
+  /// with TF32 when `tf32`, and the GEMM backward alone of each of `layouts`; none by default.
+  void set_gemm_ceilings(std::vector<DType> dtypes, bool tf32,
+                         std::vector<GemmCeilingCase> layouts = {}) {
     gemm_dtypes_ = std::move(dtypes);
     gemm_tf32_ = tf32;
+    gemm_layouts_ = std::move(layouts);
   }
   /// Waits (collectives, peers) of the cuda backend end with an error after this many seconds.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
@@ -82,6 +84,7 @@ class BackendPool {
   double timeout_s_ = 300;
   std::vector<DType> gemm_dtypes_;
   bool gemm_tf32_ = false;
+  std::vector<GemmCeilingCase> gemm_layouts_;
   int process_rank_ = -1, process_device_ = 0;
   std::vector<uint8_t> nccl_id_;
   std::map<int, std::unique_ptr<Backend>> worlds_;

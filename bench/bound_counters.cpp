@@ -15,7 +15,7 @@ double host_add_seen_gbps(const CaseTotals& t) {
 
 std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t,
                                  const CasePlan& plan, const Ceilings& ceilings, int world_size) {
-  const Ceilings at = bound_ceilings(ceilings, host_add_seen_gbps(t));
+  const Ceilings at = at_own_shapes(bound_ceilings(ceilings, host_add_seen_gbps(t)), plan);
   const Bound b = case_bound(bound_work(plan, world_size), at, world_size, plan.dtypes.grad);
   if (!b.ms) return b.by;  // absent, not 0: no ceiling to bound by
   c["bound_ms"] = *b.ms;
@@ -23,6 +23,11 @@ std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t
   if (*b.ms > 0 && t.steps > 0) c["bound_ratio"] = step_ms / *b.ms;
   // The host add rate the bound used, where it is not the run's ceiling (bound_ceilings).
   if (at.host_add_gbps > ceilings.host_add_gbps) c["bound_host_add_gbps"] = at.host_add_gbps;
+  // The GEMM rate the bound used, where it is the layout's own (at_own_shapes), not the dense one.
+  const bool bf16 = plan.dtypes.grad == DType::bf16;
+  const double own = bf16 ? at.gemm_tflops_bf16 : at.gemm_tflops_fp32,
+               dense = bf16 ? ceilings.gemm_tflops_bf16 : ceilings.gemm_tflops_fp32;
+  if (plan.backward == Backward::gemm && own != dense) c["bound_gemm_tflops"] = own;
   return b.by;
 }
 

@@ -47,6 +47,18 @@ std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases) {
   return out;
 }
 
+std::vector<GemmCeilingCase> gemm_ceiling_cases(const std::vector<CaseSpec>& cases) {
+  std::vector<GemmCeilingCase> out;
+  for (const CaseSpec& c : cases) {
+    if (c.backward != Backward::gemm) continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const GemmCeilingCase& g) {
+      return g.layout->name == c.layout->name && g.tokens == c.tokens && g.grad == c.dtypes.grad;
+    });
+    if (!seen) out.push_back({c.layout, c.tokens, c.dtypes.grad});
+  }
+  return out;
+}
+
 std::string MatrixPart::text() const { return std::to_string(index) + "/" + std::to_string(count); }
 
 MatrixPart parse_part(const std::string& text) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ceilings.hpp"
 #include "strategies/step_driver.hpp"
 
 namespace shardaccum {
@@ -62,6 +63,9 @@ bool offloads_params(const StrategySpec& st);
 /// The gradient dtypes of the --backward gemm cases among `cases`, each once (fp32 first): the
 /// dtypes of the run's dense GEMM ceiling.
 std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases);
+/// The distinct (layout, tokens, gradient dtype) of the --backward gemm cases among `cases`, in
+/// their order: what the cuda backend measures each layout's GEMM backward alone for.
+std::vector<GemmCeilingCase> gemm_ceiling_cases(const std::vector<CaseSpec>& cases);
 
 /// The product of the axes, in a stable order (model, world, dtype, strategy, schedule).
 std::vector<CaseSpec> build_matrix(const MatrixAxes& axes);

@@ -1,7 +1,35 @@
 #pragma once
 // The ceilings a backend measured at start (docs/DESIGN.md §6), typed: what a phase's bytes per
 // second are compared with. 0 where a backend measured nothing (the host backend, --ceilings off).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.hpp"
+#include "common/layout.hpp"
+
 namespace shardaccum {
+
+/// One layout's GEMM backward alone (--backward gemm): one micro-batch of it, every unit's operand
+/// fill and its two GEMMs per weight (cuda_gemm.cpp, the same calls as a step's), on an otherwise
+/// idle GPU, the best of three means. Its rate is the compute ceiling of that layout's cases: its
+/// GEMMs run at their own shapes' rate, which for small ones is below the dense n x n GEMM's.
+struct GemmBackwardCeiling {
+  std::string layout;  // Layout::name
+  uint64_t tokens = 0;
+  DType grad = DType::fp32;
+  double ms = 0;     // one micro-batch's GEMM backward, ms
+  double flops = 0;  // its FLOPs: gemm_flops summed over the units
+};
+
+/// What a GemmBackwardCeiling is measured for: a layout of the run's --backward gemm cases, their
+/// tokens and gradient dtype.
+struct GemmCeilingCase {
+  std::shared_ptr<const Layout> layout;
+  uint64_t tokens = 0;
+  DType grad = DType::fp32;
+};
 
 /// GB/s (1e9 bytes per second), per rank, the mean over ranks.
 struct Ceilings {
@@ -18,6 +46,15 @@ struct Ceilings {
   // The synthetic backward's generator kernel alone (dyadic values, fp32, writing): 1e9 elements
   // per second. It computes a hash per element, so it runs below the device copy ceiling.
   double generate_gelems = 0;
+  /// Per layout of the run's --backward gemm cases (empty: not measured).
+  std::vector<GemmBackwardCeiling> gemm_backward;
+  /// The entry of `layout` at `tokens` rows in gradient dtype `grad`, or nullptr.
+  const GemmBackwardCeiling* gemm_backward_of(const std::string& layout, uint64_t tokens,
+                                              DType grad) const {
+    for (const GemmBackwardCeiling& g : gemm_backward)
+      if (g.layout == layout && g.tokens == tokens && g.grad == grad) return &g;
+    return nullptr;
+  }
   bool measured() const { return h2d_gbps > 0 || device_copy_gbps > 0 || host_add_gbps > 0; }
 };
 

@@ -138,6 +138,15 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps) {
   return c;
 }
 
+Ceilings at_own_shapes(Ceilings c, const CasePlan& plan) {
+  if (plan.backward != Backward::gemm) return c;
+  const GemmBackwardCeiling* g = c.gemm_backward_of(plan.layout.name, plan.tokens, plan.dtypes.grad);
+  if (!g || g->ms <= 0 || g->flops <= 0) return c;
+  (plan.dtypes.grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32) =
+      g->flops / (g->ms * 1e-3) / 1e12;
+  return c;
+}
+
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad) {
   Bound b;
   const double h2d = static_cast<double>(w.h2d), d2h = static_cast<double>(w.d2h);

@@ -63,6 +63,14 @@ struct Bound {
 /// the hardware reached in the same run is one it allows. Other ceilings are returned as they are.
 Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps);
 
+/// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
+/// backward alone (Ceilings::gemm_backward: flops / ms), where the run measured it for the plan's
+/// layout, tokens and gradient dtype (--backward gemm); `c` as it is otherwise. The dense n x n
+/// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMMs ran at 76% of it
+/// alone (reports/h200-limit, `none` on SSSS: backward 692 ms against a bound of 540), so no
+/// strategy could reach a bound taken at it.
+Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
+
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory host/host_add; device memory
 /// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the compute

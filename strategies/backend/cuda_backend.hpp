@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/ceilings.hpp"
 #include "strategies/backend/backend.hpp"
 
 namespace shardaccum {
@@ -36,6 +37,9 @@ struct CudaBackendOptions {
   std::vector<DType> ceiling_gemm_dtypes;
   bool ceiling_gemm_tf32 = false;
   uint64_t ceiling_gemm_n = 8192;  // halved until three n x n matrices fit in a quarter of free
+  /// The GEMM backward alone of each of these layouts (Ceilings::gemm_backward), fp32 with TF32
+  /// when `ceiling_gemm_tf32`: the compute ceiling of their cases (bound.hpp at_own_shapes).
+  std::vector<GemmCeilingCase> ceiling_gemm_layouts;
   /// A wait (event, stream, collective, barrier) longer than this ends with a clear error and the
   /// communicators are aborted, never a hang.
   double timeout_s = 300;

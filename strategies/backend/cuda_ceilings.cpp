@@ -34,6 +34,9 @@ nlohmann::json CudaWorld::measure_ceilings() {
   const int n = opts_.world_size;
   Busy busy(*this);
   std::vector<RankCeilings> res(local_count());
+  // Per rank, per entry of ceiling_gemm_layouts: its GEMM backward's ms for one micro-batch.
+  const size_t layouts = opts_.ceiling_gemm_layouts.size();
+  std::vector<std::vector<double>> layout_ms(local_count(), std::vector<double>(layouts, 0.0));
   const auto t0 = std::chrono::steady_clock::now();
 
   auto errors = run_ranks([&](int r) {
@@ -157,6 +160,36 @@ nlohmann::json CudaWorld::measure_ceilings() {
       res[r].gemm_n = gn;
     }
 
+    // Each layout's GEMM backward alone (bound.hpp at_own_shapes): one micro-batch, every unit in
+    // backward order, through the step's own calls (issue_unit_gemms) on a gradient of the largest
+    // unit, filled as the generator fills it, and the workspace gemm_workspace_numel would size.
+    for (size_t li = 0; li < opts_.ceiling_gemm_layouts.size(); ++li) {
+      const GemmCeilingCase& gc = opts_.ceiling_gemm_layouts[li];
+      const DType t = gc.grad;
+      const size_t eb = dtype_bytes(t);
+      uint64_t grad_numel = 1, operands = 0;
+      for (const FlatParam& u : gc.layout->units) {
+        grad_numel = std::max(grad_numel, u.numel);
+        operands = std::max(operands, gemm_operands(u, gc.tokens).end);
+      }
+      DeviceMemory gbuf(grad_numel * eb), wbuf(operands * eb + kCublasWorkspaceBytes);
+      GradKey gk;
+      gk.numel = grad_numel;
+      gk.shard = grad_numel;
+      launch_generate(gbuf.get(), t, grad_numel, gk, false, compute);
+      GemmHandle h;
+      auto* ws = static_cast<char*>(wbuf.get());
+      cublasContext* ch =
+          h.bind(rank.device(), compute, ws + operands * eb, kCublasWorkspaceBytes);
+      const bool tf32 = t == DType::fp32 && opts_.ceiling_gemm_tf32;
+      const auto& units = gc.layout->units;
+      auto backward = [&] {
+        for (auto u = units.rbegin(); u != units.rend(); ++u)
+          issue_unit_gemms(ch, *u, gc.tokens, t, tf32, gbuf.get(), ws, compute);
+      };
+      layout_ms[r][li] = timed(backward, {compute}, 1);
+    }
+
     // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
     const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
     DeviceMemory rs_in(count * n * 4), rs_out(count * 4);
@@ -215,12 +248,18 @@ nlohmann::json CudaWorld::measure_ceilings() {
     const auto* mine = reinterpret_cast<const uint8_t*>(&res[0]);
     all[rank_base()].assign(mine, mine + sizeof(RankCeilings));
     allgather(all);
+    std::vector<std::vector<uint8_t>> all_ms(n);
+    const auto* my_ms = reinterpret_cast<const uint8_t*>(layout_ms[0].data());
+    all_ms[rank_base()].assign(my_ms, my_ms + layouts * sizeof(double));
+    allgather(all_ms);
     res.assign(n, RankCeilings{});
+    layout_ms.assign(n, std::vector<double>(layouts, 0.0));
     for (int r = 0; r < n; ++r) {
-      if (all[r].size() != sizeof(RankCeilings))
+      if (all[r].size() != sizeof(RankCeilings) || all_ms[r].size() != layouts * sizeof(double))
         throw CudaError("ceilings: rank " + std::to_string(r) + " sent " +
-                        std::to_string(all[r].size()) + " bytes");
+                        std::to_string(all[r].size() + all_ms[r].size()) + " bytes");
       std::memcpy(&res[r], all[r].data(), sizeof(RankCeilings));
+      if (layouts > 0) std::memcpy(layout_ms[r].data(), all_ms[r].data(), layouts * sizeof(double));
     }
   }
   auto mean = [&](double RankCeilings::*f) {
@@ -240,6 +279,19 @@ nlohmann::json CudaWorld::measure_ceilings() {
   c.gemm_tflops_bf16 = mean(&RankCeilings::gemm_bf16);
   c.gemm_tflops_fp32 = mean(&RankCeilings::gemm_fp32);
   c.generate_gelems = mean(&RankCeilings::generate);
+  nlohmann::json gemm_backward = nlohmann::json::array();
+  for (size_t li = 0; li < layouts; ++li) {
+    const GemmCeilingCase& gc = opts_.ceiling_gemm_layouts[li];
+    GemmBackwardCeiling g{gc.layout->name, gc.tokens, gc.grad, 0, 0};
+    for (const auto& per_rank : layout_ms) g.ms += per_rank[li] / n;
+    for (const FlatParam& u : gc.layout->units) g.flops += gemm_flops(u, gc.tokens);
+    c.gemm_backward.push_back(g);
+    gemm_backward.push_back({{"layout", g.layout},
+                             {"tokens", g.tokens},
+                             {"grad", dtype_name(g.grad)},
+                             {"ms", g.ms},
+                             {"tflops", g.ms > 0 ? g.flops / (g.ms * 1e-3) / 1e12 : 0.0}});
+  }
   nlohmann::json per_rank = nlohmann::json::array();
   for (const auto& x : res)
     per_rank.push_back({{"h2d_gbps", x.h2d},
@@ -280,6 +332,9 @@ nlohmann::json CudaWorld::measure_ceilings() {
   for (DType t : opts_.ceiling_gemm_dtypes)
     j[std::string("ceiling_gemm_tflops_") + dtype_name(t)] =
         t == DType::fp32 ? c.gemm_tflops_fp32 : c.gemm_tflops_bf16;
+  // One micro-batch of each layout's GEMM backward alone: a JSON string, as ceiling_per_rank, so
+  // that Google Benchmark's context (string values) carries it.
+  if (layouts > 0) j["ceiling_gemm_backward"] = gemm_backward;
   if (!opts_.ceiling_gemm_dtypes.empty()) {
     j["ceiling_gemm_n"] = res[0].gemm_n;
     j["ceiling_gemm_tf32"] = opts_.ceiling_gemm_tf32;

@@ -40,6 +40,43 @@ void dense_gemm(cublasContext* h, DType t, bool tf32, int n, const void* a, cons
         "cublasGemmEx (GEMM ceiling)");
 }
 
+void issue_unit_gemms(cublasContext* h, const FlatParam& unit, uint64_t tokens, DType t, bool tf32,
+                      void* grad, void* operands, cudaStream_t s) {
+  const GemmOperands ops = gemm_operands(unit, tokens);
+  if (ops.end == 0) return;  // only 1-D parameters: no GEMM
+  GemmShape g;
+  uint64_t rows_max = 0, cols_max = 0;
+  for (const Param& p : unit.params)
+    if (gemm_shape(p, g)) {
+      rows_max = std::max(rows_max, g.rows);
+      cols_max = std::max(cols_max, g.cols);
+    }
+  auto* base = static_cast<char*>(operands);
+  const size_t eb = dtype_bytes(t);
+  void* x = base;
+  void* dy = base + ops.dy * eb;
+  void* dx = base + ops.dx * eb;
+  const cudaDataType_t ct = cuda_type(t);
+  const cublasComputeType_t compute = compute_type(t, tf32);
+  const float one = 1, zero = 0;
+  const int T = static_cast<int>(tokens);
+  launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, s);
+  for (const Param& p : unit.params) {
+    if (!gemm_shape(p, g)) continue;
+    const int rows = static_cast<int>(g.rows), cols = static_cast<int>(g.cols);
+    void* w = static_cast<char*>(grad) + p.offset * eb;  // row-major [rows, cols]
+    // Column-major: W is Wᵀ (cols x rows, ld cols). dX (T x cols) = dY (T x rows) · W.
+    check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, T, cols, rows, &one, dy, ct, T, w, ct, cols,
+                       &zero, dx, ct, T, compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx (data gradient)");
+    // dWᵀ (cols x rows, ld cols) += Xᵀ (cols x T) · dY (T x rows): beta 1, as a gradient is
+    // accumulated; the product is exactly zero (launch_gemm_operands), the generator's values stay.
+    check(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, T, &one, x, ct, T, dy, ct, T, &one,
+                       w, ct, cols, compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx (weight gradient)");
+  }
+}
+
 GemmHandle::~GemmHandle() {
   if (!handle_) return;
   log_cuda_error(cudaSetDevice(device_), "cudaSetDevice", "cuBLAS handle teardown");
@@ -88,44 +125,19 @@ void CudaRank::gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t token
   if (ops.end == 0) return;  // only 1-D parameters: no GEMM
   // Every check before the op starts: a throw leaves no half-recorded op behind.
   GemmShape g;
-  uint64_t rows_max = 0, cols_max = 0;
-  for (const Param& p : unit.params) {
-    if (!gemm_shape(p, g)) continue;
-    if (g.rows > INT_MAX || g.cols > INT_MAX || p.offset + p.numel() > grad.numel())
+  for (const Param& p : unit.params)
+    if (gemm_shape(p, g) &&
+        (g.rows > INT_MAX || g.cols > INT_MAX || p.offset + p.numel() > grad.numel()))
       throw BackendError(who("gemm_backward") + ": parameter " + p.name + " of unit " + unit.name +
                          " does not fit cuBLAS's int dimensions or " + shape(grad));
-    rows_max = std::max(rows_max, g.rows);
-    cols_max = std::max(cols_max, g.cols);
-  }
   auto* base = static_cast<char*>(workspace.data());
   const size_t eb = dtype_bytes(t);
-  void* x = base;
-  void* dy = base + ops.dy * eb;
-  void* dx = base + ops.dx * eb;
   cublasContext* h = gemm_.bind(device_, stream(s), base + tail * eb, kCublasWorkspaceBytes);
-  const cudaDataType_t ct = cuda_type(t);
-  const cublasComputeType_t compute = compute_type(t, tf32);
-  const float one = 1, zero = 0;
-  const int T = static_cast<int>(tokens);
   const int si = idx(s);
   // Not held: cuBLAS picks and may lazily load a kernel per shape inside the launch; the GEMMs
   // run milliseconds, so the host's issue delay is a small part of their bracket.
   cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}}, false);
-  launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, stream(s));
-  for (const Param& p : unit.params) {
-    if (!gemm_shape(p, g)) continue;
-    const int rows = static_cast<int>(g.rows), cols = static_cast<int>(g.cols);
-    void* w = static_cast<char*>(grad.data()) + p.offset * eb;  // row-major [rows, cols]
-    // Column-major: W is Wᵀ (cols x rows, ld cols). dX (T x cols) = dY (T x rows) · W.
-    check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, T, cols, rows, &one, dy, ct, T, w, ct, cols,
-                       &zero, dx, ct, T, compute, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx (data gradient)");
-    // dWᵀ (cols x rows, ld cols) += Xᵀ (cols x T) · dY (T x rows): beta 1, as a gradient is
-    // accumulated; the product is exactly zero (launch_gemm_operands), the generator's values stay.
-    check(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, rows, T, &one, x, ct, T, dy, ct, T, &one,
-                       w, ct, cols, compute, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx (weight gradient)");
-  }
+  issue_unit_gemms(h, unit, tokens, t, tf32, grad.data(), base, stream(s));
   end_gpu_op(si, Phase::backward, start, {{&grad, true}, {&workspace, true}});
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/dtype.hpp"
+#include "common/layout.hpp"
 
 struct cublasContext;  // cuBLAS's handle type (cublasHandle_t), kept out of the rank's header
 
@@ -22,6 +23,14 @@ void launch_gemm_operands(void* x, void* dy, DType t, uint64_t tokens, uint64_t 
 /// c = a · b for n x n column-major matrices of `t` on the handle's stream (cuBLAS, fp32
 /// accumulation; TF32 tensor cores for fp32 with `tf32`): the dense GEMM ceiling's operation.
 void dense_gemm(cublasContext* h, DType t, bool tf32, int n, const void* a, const void* b, void* c);
+
+/// One unit's GEMM backward for one micro-batch on `s` (h bound to it): its operands filled in
+/// `operands` (X, dY, dX at gemm_operands' offsets, elements of `t`), then per parameter of two or
+/// more dimensions dX = dY·W and dW += dYᵀ·X on the weights at `grad` + the parameter's offset.
+/// The caller has checked the shapes against cuBLAS's int dimensions. Throws CudaError on a cuBLAS
+/// error. Used by a step's backward (CudaRank::gemm_backward) and by the GEMM backward ceiling.
+void issue_unit_gemms(cublasContext* h, const FlatParam& unit, uint64_t tokens, DType t, bool tf32,
+                      void* grad, void* operands, cudaStream_t s);
 
 /// The rank's cuBLAS handle, created at the first GEMM on the rank's device; not thread-safe (the
 /// rank's thread only).

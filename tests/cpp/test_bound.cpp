@@ -221,6 +221,51 @@ TEST(Bound, GemmBackwardIsBoundByComputeAndItsTail) {
   EXPECT_NEAR(term(b, "device memory"), 1.476395008, 1e-9);
 }
 
+// The layout's own GEMM backward alone sets the compute ceiling of its gemm cases: uniform:2x64M at
+// T=1024 has 2 * 4 * 1024 * 64 Mi = 549.76 GFLOP per micro-batch; measured alone in 2.0 ms that
+// is 274.88 TFLOP/s, below the dense 400, so compute is 4 * 2.0 ms, where the dense ceiling gave
+// 5.50. Another layout, token count, dtype or the synthetic backward keeps the dense ceiling.
+TEST(Bound, GemmCasesAreBoundAtTheirOwnShapesRate) {
+  CasePlan p = plan_for("uniform:2x64M", "nnnS", spec("none"));
+  p.backward = Backward::gemm;
+  p.tokens = 1024;
+  Ceilings c;
+  c.gemm_tflops_fp32 = 400;
+  const double flops = 2.0 * 4 * 1024 * 67'108'864;
+  c.gemm_backward = {{"uniform:2x64M", 1024, DType::fp32, 2.0, flops},
+                     {"uniform:2x64M", 2048, DType::fp32, 1.0, 2 * flops},
+                     {"uniform:2x64M", 1024, DType::bf16, 1.0, flops},
+                     {"gpt2-xl", 1024, DType::fp32, 1.0, flops}};
+  const Ceilings at = at_own_shapes(c, p);
+  EXPECT_NEAR(at.gemm_tflops_fp32, 274.877906944, 1e-6);
+  EXPECT_DOUBLE_EQ(at.gemm_tflops_bf16, 0.0);
+  EXPECT_DOUBLE_EQ(at.h2d_gbps, c.h2d_gbps);
+  const Bound b = case_bound(bound_work(p, 1), at, 1, DType::fp32);
+  EXPECT_EQ(b.by, "compute");
+  EXPECT_NEAR(*b.ms, 8.0, 1e-9);  // 4 micro-batches at 2.0 ms each
+  // Not its entry: the dense ceiling stays.
+  p.tokens = 512;
+  EXPECT_DOUBLE_EQ(at_own_shapes(c, p).gemm_tflops_fp32, 400.0);
+  p.tokens = 1024;
+  p.backward = Backward::synthetic;
+  EXPECT_DOUBLE_EQ(at_own_shapes(c, p).gemm_tflops_fp32, 400.0);
+  // The counters name the rate the bound used, where it is the layout's own.
+  p.backward = Backward::gemm;
+  CaseTotals t(1);
+  StepMetrics m;
+  m.step_ms = 9.0;
+  t.add(m, {m});
+  benchmark::UserCounters uc;
+  EXPECT_EQ(write_bound_counters(uc, t, p, c, 1), "compute");
+  ASSERT_TRUE(uc.count("bound_gemm_tflops"));
+  EXPECT_NEAR(uc.at("bound_gemm_tflops").value, 274.877906944, 1e-6);
+  EXPECT_NEAR(uc.at("bound_ratio").value, 9.0 / 8.0, 1e-9);
+  c.gemm_backward.clear();
+  benchmark::UserCounters dense;
+  write_bound_counters(dense, t, p, c, 1);
+  EXPECT_EQ(dense.count("bound_gemm_tflops"), 0u);
+}
+
 // World 2, no offload: the reduce-scatter's input, half of it over the link (nccl-tests' busbw).
 TEST(Bound, WorldTwoIsBoundByTheLink) {
   const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("none")), 2);
