@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "strategies/preset/preset.hpp"
+
 namespace shardaccum {
 
 std::string CaseSpec::name() const {
@@ -35,6 +37,21 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
                              a.param_traffic && offloads_params(st)});
         }
   return cases;
+}
+
+std::vector<LeftOutCase> leave_out_unrunnable(std::vector<CaseSpec>& cases) {
+  std::vector<LeftOutCase> out;
+  std::erase_if(cases, [&](const CaseSpec& c) {
+    const PresetInfo* p = PresetRegistry::get().of(c.strategy);
+    const std::string& m = c.schedule.modes;
+    const bool interleaved =
+        m != std::string(m.size(), 'S') && m != std::string(m.size() - 1, 'n') + "S";
+    if (!p || p->refuses_interleaved.empty() || !interleaved) return false;
+    out.push_back({c.name(), p->name + " runs S^K and n^(K-1)S only, not " + m + ": " +
+                                 p->refuses_interleaved});
+    return true;
+  });
+  return out;
 }
 
 std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases) {

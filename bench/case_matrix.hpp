@@ -70,6 +70,17 @@ std::vector<GemmCeilingCase> gemm_ceiling_cases(const std::vector<CaseSpec>& cas
 /// The product of the axes, in a stable order (model, world, dtype, strategy, schedule).
 std::vector<CaseSpec> build_matrix(const MatrixAxes& axes);
 
+/// A case the matrix leaves out because its system cannot run it, and why.
+struct LeftOutCase {
+  std::string name;    // CaseSpec::name()
+  std::string reason;  // "zero3 runs S^K and n^(K-1)S only, not nSnS: <refuses_interleaved>"
+};
+
+/// Removes from `cases` those of a preset that runs no interleaved schedule
+/// (PresetInfo::refuses_interleaved) on one that is neither S^K nor n^(K-1)S, and returns them with
+/// the reason: not error cases, since no configuration of that system runs them (PRESETS.md Z7).
+std::vector<LeftOutCase> leave_out_unrunnable(std::vector<CaseSpec>& cases);
+
 /// One of N slices of the case matrix (`--part I/N`): index I in 1..count. 1/1 is the whole matrix.
 struct MatrixPart {
   int index = 1;

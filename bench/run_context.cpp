@@ -65,6 +65,13 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("warmup_steps", std::to_string(opts.warmup));
   benchmark::AddCustomContext("measured_steps", std::to_string(opts.steps));
   benchmark::AddCustomContext("check", opts.check);  // which measured steps the oracle checked
+  // Cases of the axes that no configuration of their system runs (leave_out_unrunnable): a JSON
+  // list of {case, reason}, so that a report can say why a preset has no cell there.
+  if (!s.left_out.empty()) {
+    nlohmann::json left = nlohmann::json::array();
+    for (const auto& l : s.left_out) left.push_back({{"case", l.name}, {"reason", l.reason}});
+    benchmark::AddCustomContext("left_out_cases", left.dump());
+  }
   // The distinct values of the axes the report names in its header, in first-seen order.
   std::vector<std::string> models, worlds, ks;
   for (const auto& c : s.cases) {

@@ -103,6 +103,13 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
       for (const auto& n : axes.notes) std::cerr << "shardaccum_bench: " << n << "\n";
     check_launch_world_sizes(axes, s.launch);
     s.cases = build_matrix(axes);
+    s.left_out = leave_out_unrunnable(s.cases);
+    if (s.reporter())
+      for (const auto& l : s.left_out)
+        std::cerr << "shardaccum_bench: " << l.name << ": left out: " << l.reason << "\n";
+    if (s.cases.empty() && !s.left_out.empty())
+      throw CliError("no case left to run: " + s.left_out.front().reason +
+                     "; give --schedule sync or no-sync (S^K, n^(K-1)S), or another --preset");
     validate_cases(s.cases);
     s.matrix_cases = s.cases.size();
     s.cases = select_part(

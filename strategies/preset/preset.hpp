@@ -18,6 +18,10 @@ struct PresetInfo {
   /// How far the system's backward runs ahead of its reduce-scatters (docs/DESIGN.md §2), with the
   /// source in `follows` or the preset's comment.
   Lookahead lookahead = Lookahead::one;
+  /// Non-empty: the system runs only S^K (a reduction every micro-batch) and n^(K-1)S (one
+  /// reduction after K backwards), never an interleaved schedule; this says why, with the source.
+  /// The case matrix leaves such cases out (leave_out_unrunnable, the context's left_out_cases).
+  std::string refuses_interleaved = {};
 };
 
 class PresetRegistry {

@@ -16,6 +16,12 @@ SHARDACCUM_REGISTER_PRESET(
             .order = 40,
             // ZeRO-3 reduces on its reduction stream without a per-bucket wait of the backward;
             // independent_gradient_partition_epilogue synchronizes at the end.
-            .lookahead = Lookahead::unbounded})
+            .lookahead = Lookahead::unbounded,
+            // PRESETS Z7: engine.no_sync asserts for stage 2 and 3; n^(K-1)S is one
+            // coalesce_grad_reduction block, as the real runner runs it (bench/real).
+            .refuses_interleaved = "DeepSpeed's engine.no_sync asserts for ZeRO stage 2 and 3 "
+                                   "(deepspeed/runtime/engine.py:3227-3228, 0.19.8); it reduces "
+                                   "every micro-step (S^K) or once per coalesce_grad_reduction "
+                                   "block (n^(K-1)S, engine.py:3238-3239)"})
 
 }  // namespace shardaccum

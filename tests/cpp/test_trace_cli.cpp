@@ -210,7 +210,7 @@ TEST_F(TraceCli, CopyStreamBytesEqualTheCaseCounters) {
 TEST(TraceCliSteps, TraceStepsLimitsTheRecordedSteps) {
   const std::string path = temp_path("trace_steps.json");
   ASSERT_EQ(
-      run_bench("--backend host --world-size 2 --model uniform:2x1000 --schedule nSnS --preset "
+      run_bench("--backend host --world-size 2 --model uniform:2x1000 --schedule nnnS --preset "
                 "fsdp2,zero3 --warmup 1 --steps 3 --trace-steps 1 --trace '" +
                 path + "'"),
       0);
