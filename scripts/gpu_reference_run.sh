@@ -63,7 +63,8 @@ for part in "$@"; do
   tests)
     step "GPU tests (ctest -L gpu)"
     # GpuMemoryFlat (60 steps per offload value) is the memory part's.
-    timeout 330 ctest --test-dir build -L gpu -E GpuMemoryFlat --output-on-failure --timeout 300 >"$OUT/gpu_tests.log" 2>&1
+    # GPU_TESTS=REGEX runs only the GPU tests whose names match it (ctest -R).
+    timeout 330 ctest --test-dir build -L gpu -E GpuMemoryFlat ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure --timeout 300 >"$OUT/gpu_tests.log" 2>&1
     grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -12
     grep -E "rank 0 ended|CUPTI marker ranges" "$OUT/gpu_tests.log" | head -4
     nvidia-smi --query-gpu=index,memory.used --format=csv,noheader
@@ -209,13 +210,14 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # #17: the limit strategies beside today's offloads, one H200, the reference layouts, K=4, SSSS,
     # the division at the end and in the collective, synthetic and gemm backward; then preset ideal.
     # At 123af7e the gemm run (32 cases) needed about 240 s: 150 s cut it at case 20.
-    step "limit: uniform:16x64M and gpt2-xl, SSSS, every offload, division end/collective, synthetic and gemm"
-    D=reports/h200-limit
+    # LIMIT_OFFLOADS (default all) narrows the offloads, LIMIT_DIR (default reports/h200-limit) moves it.
+    step "limit: uniform:16x64M and gpt2-xl, SSSS, offload ${LIMIT_OFFLOADS:-all}, division end/collective, synthetic and gemm"
+    D=${LIMIT_DIR:-reports/h200-limit}
     mkdir -p "$D"
     L=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule SSSS --cupti kernels --benchmark_out_format=json)
     for bw in synthetic gemm; do
       extra=(); [[ $bw == gemm ]] && extra=(--backward gemm --tokens 1024)
-      timeout "${LIMIT_TIMEOUT:-300}" $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload all \
+      timeout "${LIMIT_TIMEOUT:-300}" $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload "${LIMIT_OFFLOADS:-all}" \
         --division end,collective --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
       echo "$bw: rc=$?"; grep -E 'error|FAILED|WRONG' "$D/$bw.log" | head -3
       timeout 80 $B "${L[@]}" "${extra[@]}" --preset ideal --trace "$D/trace-ideal-$bw.json" \

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "common/gemm_shape.hpp"
 #include "strategies/backend/cuda_backend.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/gemm_workspace.hpp"
@@ -72,6 +73,41 @@ TEST(GpuGemm, CeilingIsInTheContextForEachDtypeAsked) {
   EXPECT_GT(ctx.at("ceiling_gemm_tflops_bf16").get<double>(), 0);
   EXPECT_FALSE(ctx.contains("ceiling_gemm_tflops_fp32"));
   EXPECT_GT(be->ceilings().gemm_tflops_bf16, 0);
+}
+
+// Each layout of the run's gemm cases has its GEMM backward alone in the ceilings (the compute
+// ceiling at its own shapes, bound.hpp at_own_shapes): one entry per layout, tokens and dtype, the
+// FLOPs of its units, a time, and the same in the context.
+TEST(GpuGemm, EachLayoutsGemmBackwardAloneIsInTheCeilings) {
+  REQUIRE_GPU();
+  CudaBackendOptions o;
+  o.world_size = 1;
+  o.pinned_pool_bytes = 64ull << 20;
+  o.ceiling_gemm_dtypes = {DType::fp32};
+  const auto layout = std::make_shared<const Layout>(gemm_layout());
+  o.ceiling_gemm_layouts = {{layout, 77, DType::fp32}, {layout, 77, DType::bf16}};
+  o.timeout_s = 120;
+  o.cupti = false;
+  auto be = make_cuda_backend(o);
+  const Ceilings c = be->ceilings();
+  ASSERT_EQ(c.gemm_backward.size(), 2u);
+  double flops = 0;
+  for (const FlatParam& u : layout->units) flops += gemm_flops(u, 77);
+  for (DType t : {DType::fp32, DType::bf16}) {
+    const GemmBackwardCeiling* g = c.gemm_backward_of("gemm-test", 77, t);
+    ASSERT_NE(g, nullptr) << dtype_name(t);
+    EXPECT_DOUBLE_EQ(g->flops, flops);
+    EXPECT_GT(g->ms, 0.0);
+  }
+  const auto ctx = be->context();
+  ASSERT_TRUE(ctx.contains("ceiling_gemm_backward")) << ctx.dump(2);
+  EXPECT_EQ(ctx.at("ceiling_gemm_backward").size(), 2u);
+  // A gemm case of that layout runs after the measurement, with its verdict intact.
+  CasePlan plan{*layout, canonical_schedule("sync", 4), preset("ideal"),
+                parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+  plan.backward = Backward::gemm;
+  plan.tokens = 77;
+  EXPECT_TRUE(testing::run_two_steps(*be, plan).correct);
 }
 
 }  // namespace
