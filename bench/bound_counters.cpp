@@ -13,9 +13,20 @@ double host_add_seen_gbps(const CaseTotals& t) {
   return best;
 }
 
+double host_memory_seen_gbps(const CaseTotals& t) {
+  double best = 0;
+  for (const StepMetrics& r : t.rank_sum)
+    if (r.step_ms > 0 && r.cpu_add_bytes > 0)
+      best = std::max(best, static_cast<double>(r.cpu_add_bytes + r.h2d_bytes + r.param_h2d_bytes +
+                                                r.d2h_bytes) /
+                                (r.step_ms * 1e-3) / 1e9);
+  return best;
+}
+
 std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t,
                                  const CasePlan& plan, const Ceilings& ceilings, int world_size) {
-  const Ceilings at = at_own_shapes(bound_ceilings(ceilings, host_add_seen_gbps(t)), plan);
+  const Ceilings at = at_own_shapes(
+      bound_ceilings(ceilings, host_add_seen_gbps(t), host_memory_seen_gbps(t)), plan);
   const Bound b = case_bound(bound_work(plan, world_size), at, world_size, plan.dtypes.grad);
   if (!b.ms) return b.by;  // absent, not 0: no ceiling to bound by
   c["bound_ms"] = *b.ms;
@@ -23,6 +34,8 @@ std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t
   if (*b.ms > 0 && t.steps > 0) c["bound_ratio"] = step_ms / *b.ms;
   // The host add rate the bound used, where it is not the run's ceiling (bound_ceilings).
   if (at.host_add_gbps > ceilings.host_add_gbps) c["bound_host_add_gbps"] = at.host_add_gbps;
+  if (at.host_memory_gbps > ceilings.host_memory_gbps)
+    c["bound_host_memory_gbps"] = at.host_memory_gbps;
   // The GEMM rate the bound used, where it is the layout's own (at_own_shapes), not the dense one.
   const bool bf16 = plan.dtypes.grad == DType::bf16;
   const double own = bf16 ? at.gemm_tflops_bf16 : at.gemm_tflops_fp32,

@@ -16,9 +16,14 @@ namespace shardaccum {
 /// cpu_add phase's busy ms of that rank's sums (0 without CPU adds).
 double host_add_seen_gbps(const CaseTotals& t);
 
+/// The fastest rate, GB/s, at which the case's CPU adds and copies went through host memory on any
+/// rank: cpu_add + H2D (gradient and parameters) + D2H bytes over the step's ms (a rate the case
+/// reached at least; 0 without CPU adds).
+double host_memory_seen_gbps(const CaseTotals& t);
+
 /// Writes `bound_ms` (case_bound of bound_work(plan, world_size) at bound_ceilings(`ceilings`,
-/// host_add_seen_gbps(t)) and at_own_shapes(plan), ms per step), `bound_host_add_gbps` where that
-/// raised the host add ceiling, `bound_gemm_tflops` (TFLOP/s) where the GEMM ceiling is the
+/// host_add_seen_gbps(t), host_memory_seen_gbps(t)) and at_own_shapes(plan), ms per step),
+/// `bound_host_add_gbps` and `bound_host_memory_gbps` where those raised their ceilings, `bound_gemm_tflops` (TFLOP/s) where the GEMM ceiling is the
 /// layout's own GEMM backward's rate, and
 /// `bound_ratio` = the per-step mean step_ms / bound_ms, both plain, where a bound exists (and
 /// bound_ms > 0 for the ratio); nothing when no ceiling was measured. Returns the bound's `by`

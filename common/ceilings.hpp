@@ -40,6 +40,9 @@ struct Ceilings {
   double reduce_scatter_busbw_gbps = 0;  // NCCL reduce-scatter bus bandwidth (nccl-tests' busbw)
   double reduce_scatter_algbw_gbps = 0;  // and its algorithm bandwidth
   double host_add_gbps = 0;              // the CPU add's bytes read + written per second
+  // The CPU add and pinned D2H copies at once, as cpu-add runs them: host memory's bytes per second
+  // shared by both (the add's bytes read + written, plus the bytes the DMA wrote). 0: not measured.
+  double host_memory_gbps = 0;
   // Dense GEMM (cuBLAS, square), 1e12 FLOP/s, in the gradient dtypes of --backward gemm cases.
   double gemm_tflops_bf16 = 0;
   double gemm_tflops_fp32 = 0;  // TF32 tensor cores when the run has --tf32

@@ -132,9 +132,11 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   return w;
 }
 
-Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps) {
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps) {
   // Only a measured ceiling is raised: with none (host backend, --ceilings off) there is no bound.
   if (c.host_add_gbps > 0) c.host_add_gbps = std::max(c.host_add_gbps, host_add_seen_gbps);
+  if (c.host_memory_gbps > 0)
+    c.host_memory_gbps = std::max(c.host_memory_gbps, host_memory_seen_gbps);
   return c;
 }
 
@@ -153,7 +155,12 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   if (c.h2d_gbps > 0 || c.d2h_gbps > 0 || c.bidir_gbps > 0)
     b.terms.push_back({"copy engines", std::max({over(h2d, c.h2d_gbps), over(d2h, c.d2h_gbps),
                                                  over(h2d + d2h, c.bidir_gbps)})});
-  if (c.host_add_gbps > 0) b.terms.push_back({"host memory", over(w.host, c.host_add_gbps)});
+  // Host memory: the CPU adds at their own ceiling, and everything that reads or writes host
+  // memory (the adds and the DMA's H2D reads and D2H writes) at the rate both reached together.
+  const double dma = static_cast<double>(w.h2d + w.d2h);
+  const double host_ms = std::max(over(w.host, c.host_add_gbps),
+                                  w.host > 0 ? over(w.host + dma, c.host_memory_gbps) : 0.0);
+  if (c.host_add_gbps > 0) b.terms.push_back({"host memory", host_ms});
   if (c.device_copy_gbps > 0)
     b.terms.push_back({"device memory", over(w.device, c.device_copy_gbps)});
   const int n = world_size;
@@ -175,8 +182,12 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
                       link_ms(w.tail_rs_link) + over(w.tail_d2h, c.d2h_gbps) +
                       over(w.tail_host, c.host_add_gbps);
   // Host adds: none starts before the first added shard's D2H (and all before it) has landed.
+  // After it, every host add, beside the D2Hs still to land (host memory shared).
+  const double after_head = static_cast<double>(w.host + w.h2d + (w.d2h - w.head_d2h));
   const double host_path =
-      w.host > 0 ? over(w.head_d2h, c.d2h_gbps) + over(w.host, c.host_add_gbps) : 0;
+      w.host > 0 ? over(w.head_d2h, c.d2h_gbps) + std::max(over(w.host, c.host_add_gbps),
+                                                           over(after_head, c.host_memory_gbps))
+                 : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
     b.terms.push_back({"critical path", std::max(path, host_path)});

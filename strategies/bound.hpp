@@ -61,7 +61,9 @@ struct Bound {
 /// one H200 machine it read 58 to 131 GB/s from run to run, and once 72.8 GB/s in a run whose CPU
 /// adds then ran at up to 120 GB/s (reports/h200-limit), which put bound_ms above step_ms: a rate
 /// the hardware reached in the same run is one it allows. Other ceilings are returned as they are.
-Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps);
+/// host_memory_gbps is raised likewise to `host_memory_seen_gbps` (what the case's own CPU adds and
+/// copies moved through host memory per ms of its step, a rate it reached at least).
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0);
 
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
 /// backward alone (Ceilings::gemm_backward: flops / ms), where the run measured it for the plan's
@@ -72,12 +74,14 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps);
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
-/// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory host/host_add; device memory
+/// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory the larger of host/host_add
+/// and, with CPU adds, (host+H2D+D2H)/host_memory (the adds and the DMA share host memory); device memory
 /// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the compute
 /// stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
 /// generator's rate (the generator follows each GEMM, and is the whole synthetic backward);
 /// critical path the larger of (the backward, then the tail) and (head_d2h at d2h, then every host
-/// byte at host_add), each part over its ceiling. A part whose ceiling is 0 counts 0; a term all of
+/// byte at host_add, or with the copies not yet landed at host_memory), each part over its
+/// ceiling. A part whose ceiling is 0 counts 0; a term all of
 /// whose ceilings are 0 is left out.
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
 

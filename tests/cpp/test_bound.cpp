@@ -116,6 +116,40 @@ TEST(Bound, CpuAddIsBoundByHostMemory) {
   EXPECT_EQ(bound_work(plan_for("uniform:2x1M", "SSSS", spec("gpu-add")), 1).head_d2h, 0u);
 }
 
+// The CPU adds and the D2Hs share host memory (Ceilings::host_memory_gbps, both measured at
+// once): the same cpu-add case, 92.27 MB of adds and 33.55 MB of D2H, at host add 10 GB/s alone
+// and 11 GB/s for both together: 125.83 MB / 11 GB/s = 11.44 ms, above the adds' 9.23 alone.
+// The critical path: 12.58 MB of D2H at 50 (0.25 ms), then the adds and the 20.97 MB of D2H
+// still to land, 113.25 MB at 11 (10.30 ms): 10.55 ms, below the term. Without host work
+// (gpu-add, the mean in the collective) its copies alone make no host memory term.
+TEST(Bound, CpuAddsAndTheirCopiesShareHostMemory) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.host_memory_gbps = 11;
+  const Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_NEAR(term(b, "host memory"), (92'274'688.0 + 33'554'432.0) / 11e9 * 1e3, 1e-9);
+  EXPECT_NEAR(term(b, "critical path"),
+              0.25165824 + (92'274'688.0 + 33'554'432.0 - 12'582'912.0) / 11e9 * 1e3, 1e-9);
+  EXPECT_EQ(b.by, "host memory");
+  // Host memory faster than the adds alone need: the adds' own ceiling binds, as before.
+  c.host_memory_gbps = 1000;
+  EXPECT_NEAR(term(case_bound(w, c, 1, DType::fp32), "host memory"), 9.2274688, 1e-9);
+  c.host_memory_gbps = 0.001;
+  StrategySpec gpu = spec("gpu-add");
+  gpu.division = "collective";
+  const BoundWork g = bound_work(plan_for("uniform:2x1M", "SSSS", gpu), 1);
+  EXPECT_EQ(g.host, 0u);
+  EXPECT_GT(g.h2d + g.d2h, 0u);
+  EXPECT_DOUBLE_EQ(term(case_bound(g, c, 1, DType::fp32), "host memory"), 0.0);
+  // A case that moved more through host memory than the ceiling: the ceiling is raised to it.
+  c.host_memory_gbps = 11;
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 0, 12.5).host_memory_gbps, 12.5);
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 0, 9.0).host_memory_gbps, 11.0);
+  EXPECT_DOUBLE_EQ(bound_ceilings(Ceilings{}, 0, 12.5).host_memory_gbps, 0.0);
+}
+
 // The synthetic backward at the generator's own measured rate (1e9 elements/s here): 2 units *
 // 4 micro-batches * 1 Mi elements = 8.39 ms, in series on the compute stream.
 // A host add ceiling read lower than the case's own CPU adds ran is raised to their rate, and a
