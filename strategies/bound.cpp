@@ -42,8 +42,6 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   w.h2d = p.h2d_bytes + p.param_h2d_bytes;
   w.d2h = p.d2h_bytes;
   w.link = n >= 2 ? p.nccl_input_bytes : 0;
-  for (const FlatParam& u : plan.layout.units)
-    w.flops += plan.backward == Backward::gemm ? gemm_flops(u, plan.tokens) * plan.schedule.k() : 0;
 
   const size_t units = plan.layout.units.size();
   const AxisArgs args{units, plan.dtypes, plan.chunk_bytes, plan.host_threads};
@@ -72,6 +70,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       w.backward_device += padded * bg * (grad_alive[ui] && !held[ui] ? 2 : 1);
       if (held[ui]) w.backward_device += padded * (bg + 2 * br);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
+      if (plan.backward == Backward::gemm) w.flops += gemm_flops(plan.layout.units[ui], plan.tokens);
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {
         if (copy_in && bg != br && !held[ui]) w.backward_device += padded * (bg + br);
@@ -96,6 +95,8 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
         const bool piped = name == "cpu-add-pipelined";
         const uint64_t cn = detail::chunk_numel(plan.chunk_bytes, plan.dtypes.accum);
         w.head_d2h = d2h_issued + (piped ? std::min(c.d2h, cn * ba) : c.d2h);
+        w.head_flops = w.flops;
+        w.head_elements = w.backward_elements;
       }
       d2h_issued += c.d2h;
       if (c.new_saved)
@@ -175,6 +176,9 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
       c.generate_gelems > 0 ? static_cast<double>(w.backward_elements) / c.generate_gelems * 1e-6
                             : 0;
   const double compute_ms = gemm_ms + generate_ms;  // one stream: each GEMM, then the generator
+  const double head_compute_ms =
+      (tflops > 0 ? w.head_flops / (tflops * 1e12) * 1e3 : 0) +
+      (c.generate_gelems > 0 ? static_cast<double>(w.head_elements) / c.generate_gelems * 1e-6 : 0);
   if ((w.flops > 0 && tflops > 0) || generate_ms > 0) b.terms.push_back({"compute", compute_ms});
   // The backward, then what only starts after the last one: each part at its own ceiling.
   const double path = std::max(over(w.backward_device, c.device_copy_gbps), compute_ms) +
@@ -184,10 +188,10 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   // Host adds: none starts before the first added shard's D2H (and all before it) has landed.
   // After it, every host add, beside the D2Hs still to land (host memory shared).
   const double after_head = static_cast<double>(w.host + w.h2d + (w.d2h - w.head_d2h));
-  const double host_path =
-      w.host > 0 ? over(w.head_d2h, c.d2h_gbps) + std::max(over(w.host, c.host_add_gbps),
-                                                           over(after_head, c.host_memory_gbps))
-                 : 0;
+  const double head_ms = std::max(over(w.head_d2h, c.d2h_gbps), head_compute_ms);
+  const double host_path = w.host > 0 ? head_ms + std::max(over(w.host, c.host_add_gbps),
+                                                            over(after_head, c.host_memory_gbps))
+                                       : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
     b.terms.push_back({"critical path", std::max(path, host_path)});

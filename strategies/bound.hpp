@@ -27,6 +27,10 @@ struct BoundWork {
   // The host adds start only after the D2H of the first shard they add has landed, behind every
   // D2H issued before it on the one copy stream: those bytes (0 without host adds).
   uint64_t head_d2h = 0;
+  // ... and after the backward that made its gradient: the GEMM FLOPs and generator elements of
+  // every unit's backward up to and including that unit's (0 without host adds).
+  double head_flops = 0;
+  uint64_t head_elements = 0;
   uint64_t tail_rs_device = 0, tail_rs_link = 0;          // unit 0's last reduce-scatter
   uint64_t tail_device = 0, tail_d2h = 0, tail_host = 0;  // its add, D2H, CPU add and division
 };
@@ -79,9 +83,9 @@ Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 /// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the compute
 /// stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
 /// generator's rate (the generator follows each GEMM, and is the whole synthetic backward);
-/// critical path the larger of (the backward, then the tail) and (head_d2h at d2h, then every host
-/// byte at host_add, or with the copies not yet landed at host_memory), each part over its
-/// ceiling. A part whose ceiling is 0 counts 0; a term all of
+/// critical path the larger of (the backward, then the tail) and (the later of head_d2h at d2h and
+/// the backward up to the first added unit at the compute ceilings, then every host byte at
+/// host_add, or with the copies not yet landed at host_memory), each part over its ceiling. A part whose ceiling is 0 counts 0; a term all of
 /// whose ceilings are 0 is left out.
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
 

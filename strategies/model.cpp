@@ -131,11 +131,9 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           bump();
           dev -= b.device_transient;
         }
-        // One host task per piece (per chunk with pinned_chunk), each allocating its staging
-        // beside the stagings of the tasks still pending.
-        uint64_t left = c.pinned_transient;
-        do {
-          const uint64_t piece = c.pinned_chunk ? std::min(c.pinned_chunk, left) : left;
+        // One host task, allocating its staging beside the stagings of the tasks still pending.
+        {
+          const uint64_t piece = c.pinned_transient;
           const uint64_t queued = std::accumulate(pending.begin(), pending.end(), uint64_t{0});
           pinned += piece + queued;
           bump();
@@ -144,8 +142,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
             pending.push_back(piece);
             if (static_cast<int>(pending.size()) > host_task_depth) pending.pop_front();
           }
-          left -= piece;
-        } while (left > 0);
+        }
         dev -= c.device_transient + shard * br;
         const uint64_t keep = offload->kept_bytes(shard, plan.dtypes, n);  // out or its cast
         dev += keep;

@@ -1,8 +1,14 @@
-// Offload `cpu-add-pipelined` (idealised): cpu-add cut into chunks of --chunk-bytes, one pinned
-// staging and one host task per chunk, so that the CPU add of chunk c runs while the D2H of chunk
-// c+1 does. The CPU add's threads run on the GPU's NUMA node (the backend's placement). Bytes are
-// cpu-add's; the pinned staging is one chunk per pending task instead of the whole shard.
+// Offload `cpu-add-pipelined` (idealised): cpu-add whose D2H is cut into chunks of --chunk-bytes,
+// one event each, and whose host task adds each chunk as soon as it has landed, while the later
+// chunks' D2H still run: the CPU add of chunk c overlaps the D2H of chunk c+1 within a unit, as it
+// overlaps the next unit's D2H across units. One host task and one pinned staging of the shard per
+// unit, as cpu-add (bytes and pinned peak are cpu-add's). Its threads run on the GPU's NUMA node
+// (the backend's placement). A host task per chunk (until 2026-12-03) filled the backend's queue of
+// pending tasks four times as fast, so the issuing thread waited for queue space and fell behind
+// the GPU: on one H200 with the gemm backward (reports/h200-limit-1203) its step was 650 ms against
+// cpu-add's 488.
 #include <memory>
+#include <vector>
 
 #include "strategies/offload/offload_policy.hpp"
 
@@ -20,27 +26,32 @@ class CpuAddPipelined final : public OffloadPolicy {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
     const uint64_t n = src.numel(), c = detail::chunk_numel(chunk_bytes_, accum);
+    auto staging =
+        std::make_shared<Buffer>(be.allocate(MemSpace::pinned_host, accum, n, Stream::copy));
     be.wait(Stream::copy, be.record(Stream::comm));
+    std::vector<Event> landed;  // per chunk: its D2H done
     for (uint64_t off = 0; off < n; off += c) {
-      const uint64_t len = std::min(c, n - off);
-      auto staging =
-          std::make_shared<Buffer>(be.allocate(MemSpace::pinned_host, accum, len, Stream::copy));
-      be.copy(*staging, src.view(off, len), Stream::copy);  // D2H
-      // After this chunk's copy only: the next chunk's D2H is issued while this add runs.
-      be.host_task(be.record(Stream::copy), [&be, &u, &binding, staging, site, off, len] {
-        be.near_device([&] {
-          Buffer saved = u.saved.view(off, len);
-          binding.add(be, saved, *staging, MemSpace::pinned_host, u, site);
-        });
-      });
+      Buffer stage = staging->view(off, std::min(c, n - off));
+      be.copy(stage, src.view(off, std::min(c, n - off)), Stream::copy);  // D2H
+      landed.push_back(be.record(Stream::copy));
     }
+    // Queued behind the first chunk only; each later chunk is waited for inside the task.
+    be.host_task(landed.front(), [&be, &u, &binding, staging, site, landed, n, c] {
+      be.near_device([&] {
+        for (size_t i = 0; i < landed.size(); ++i) {
+          const uint64_t off = i * c, len = std::min(c, n - off);
+          be.host_wait(landed[i]);
+          Buffer saved = u.saved.view(off, len), stage = staging->view(off, len);
+          binding.add(be, saved, stage, MemSpace::pinned_host, u, site);
+        }
+      });
+    });
     return false;
   }
 
   SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
     const ShardBytes b(shard_numel, t);
-    const uint64_t chunk = detail::chunk_numel(chunk_bytes_, t.accum) * dtype_bytes(t.accum);
-    return {0, b.accum, b.cast, b.accum, false, chunk};
+    return {0, b.accum, b.cast, b.accum, false};  // cpu-add's: one staging of the shard per task
   }
 
  private:

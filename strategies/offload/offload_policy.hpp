@@ -18,9 +18,6 @@ struct SyncCost {
   uint64_t h2d = 0, d2h = 0;
   uint64_t device_transient = 0, pinned_transient = 0;  // bytes alive at once during the add
   bool new_saved = false;  // out (in the accum dtype) became the saved shard, as accumulate returns
-  /// Non-zero: pinned_transient is held by host tasks of this many bytes each (the last one the
-  /// remainder), one per chunk (cpu-add-pipelined); 0: one task holds all of it.
-  uint64_t pinned_chunk = 0;
   /// Of d2h, the bytes copied into pageable host memory, and the pageable buffer alive during the
   /// add (cpu-add-pageable: one fresh shard, freed after its add).
   uint64_t d2h_pageable = 0, pageable_transient = 0;

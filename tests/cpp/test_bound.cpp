@@ -150,6 +150,29 @@ TEST(Bound, CpuAddsAndTheirCopiesShareHostMemory) {
   EXPECT_DOUBLE_EQ(bound_ceilings(Ceilings{}, 0, 12.5).host_memory_gbps, 0.0);
 }
 
+// The first CPU add (micro-batch 1, unit 1) also waits for the backward that made its gradient:
+// micro-batch 0's two units and its own, 3 Mi generator elements, 3.15 ms at 1e9 elements/s,
+// after which come the 92.27 MB of host work at 10 GB/s; its D2H head alone is 0.25 ms.
+TEST(Bound, TheFirstCpuAddWaitsForTheBackwardThatMadeItsGradient) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);
+  EXPECT_EQ(w.head_elements, 3u * 1'048'576);
+  EXPECT_DOUBLE_EQ(w.head_flops, 0.0);  // synthetic: no GEMM
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.generate_gelems = 1;
+  const Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_NEAR(term(b, "critical path"), 3.145728 + 9.2274688, 1e-9);
+  EXPECT_EQ(b.by, "critical path");
+  // With the GEMM backward the head counts the GEMMs of those three units too.
+  CasePlan g = plan_for("uniform:2x1M", "SSSS", spec("cpu-add"));
+  g.backward = Backward::gemm;
+  g.tokens = 1024;
+  const BoundWork wg = bound_work(g, 1);
+  EXPECT_DOUBLE_EQ(wg.head_flops, 3.0 * 4 * 1024 * 1'048'576);
+  EXPECT_DOUBLE_EQ(wg.flops, 8.0 * 4 * 1024 * 1'048'576);
+}
+
 // The synthetic backward at the generator's own measured rate (1e9 elements/s here): 2 units *
 // 4 micro-batches * 1 Mi elements = 8.39 ms, in series on the compute stream.
 // A host add ceiling read lower than the case's own CPU adds ran is raised to their rate, and a

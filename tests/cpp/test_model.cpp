@@ -116,37 +116,38 @@ TEST(Model, Zero3MovesWhatDeepSpeedMoved) {
 }
 
 // The pipelined values at a 100-element chunk (400 B) of the 336-element shards above: chunks of
-// 100, 100, 100 and 36 elements. gpu-add-pipelined stages the whole shard on the device, as
-// gpu-add (a ring of chunks stalled its H2D behind queued D2Hs); cpu-add-pipelined's pinned
-// staging is one chunk per pending host task.
-TEST(Model, PipelinedOffloadsStageAsGpuAddAndHoldHostChunks) {
+// 100, 100, 100 and 36 elements. Each moves its unpipelined form's bytes and holds its staging:
+// gpu-add-pipelined the whole shard on the device (a ring of chunks stalled its H2D behind queued
+// D2Hs), cpu-add-pipelined the whole shard in pinned memory per host task (a task per chunk
+// filled the task queue and held up the issuing thread).
+TEST(Model, PipelinedOffloadsMoveAndStageAsTheirUnpipelinedForms) {
   const Layout l = load_layout("uniform:2x1000", {});
-  CasePlan g =
-      plan_for(l, "SSSS", {"data-free", "gpu-add-pipelined", "flag", "end", Lookahead::unbounded},
-               "fp32-fp32-fp32");
-  g.chunk_bytes = 400;
-  Prediction p = predict(g, 3);
-  EXPECT_EQ(p.d2h_bytes, 10752u);  // gpu-add's bytes
-  EXPECT_EQ(p.h2d_bytes, 8064u);
-  // gpu-add's peak, its staging of the whole shard (1344 bytes) included.
-  CasePlan whole =
-      plan_for(l, "SSSS", {"data-free", "gpu-add", "flag", "end", Lookahead::unbounded},
-               "fp32-fp32-fp32");
-  EXPECT_EQ(p.peak_device_bytes, predict(whole, 3).peak_device_bytes);
-  EXPECT_EQ(p.peak_device_bytes, 10752u);
-  EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344);
-
-  CasePlan c = plan_for(l, "SSSS", {"data-free", "cpu-add-pipelined", "flag"}, "fp32-fp32-fp32");
-  c.chunk_bytes = 400;
-  p = predict(c, 3);
-  EXPECT_EQ(p.d2h_bytes, 10752u);
-  EXPECT_EQ(p.h2d_bytes, 0u);
-  EXPECT_EQ(p.peak_pinned_bytes, 2u * 1344 + 400);  // tasks run at once: one chunk's staging
-  // Two host tasks may be pending: each allocation beside two earlier chunks' stagings.
-  EXPECT_EQ(predict(c, 3, 2).peak_pinned_bytes, 2u * 1344 + 3 * 400);
-  // A chunk above the shard: one staging of the shard, as cpu-add.
-  c.chunk_bytes = 1 << 20;
-  EXPECT_EQ(predict(c, 3, 2).peak_pinned_bytes, 2u * 1344 + 3 * 1344);
+  const auto plan_of = [&](const char* offload) {
+    CasePlan c =
+        plan_for(l, "SSSS", {"data-free", offload, "flag", "end", Lookahead::unbounded},
+                 "fp32-fp32-fp32");
+    c.chunk_bytes = 400;
+    return c;
+  };
+  for (const auto& [piped, plain] : {std::pair{"gpu-add-pipelined", "gpu-add"},
+                                     std::pair{"cpu-add-pipelined", "cpu-add"}})
+    for (int depth : {0, 2}) {
+      SCOPED_TRACE(std::string(piped) + " host task depth " + std::to_string(depth));
+      const Prediction p = predict(plan_of(piped), 3, depth), q = predict(plan_of(plain), 3, depth);
+      EXPECT_EQ(p.d2h_bytes, q.d2h_bytes);
+      EXPECT_EQ(p.h2d_bytes, q.h2d_bytes);
+      EXPECT_EQ(p.peak_device_bytes, q.peak_device_bytes);
+      EXPECT_EQ(p.peak_pinned_bytes, q.peak_pinned_bytes);
+    }
+  const Prediction g = predict(plan_of("gpu-add-pipelined"), 3);
+  EXPECT_EQ(g.d2h_bytes, 10752u);  // gpu-add's bytes (above)
+  EXPECT_EQ(g.h2d_bytes, 8064u);
+  EXPECT_EQ(g.peak_device_bytes, 10752u);  // its staging of the whole shard (1344 bytes) included
+  EXPECT_EQ(g.peak_pinned_bytes, 2u * 1344);
+  const Prediction c = predict(plan_of("cpu-add-pipelined"), 3, 2);
+  EXPECT_EQ(c.h2d_bytes, 0u);
+  // Two saved shards, and one staging of the shard beside two pending tasks' stagings.
+  EXPECT_EQ(c.peak_pinned_bytes, 2u * 1344 + 3 * 1344);
 }
 
 // A wrong cell moves what its state machine moved: shape cannot see the host shard, so gpu-add

@@ -15,7 +15,8 @@
 namespace shardaccum {
 namespace {
 
-/// One call as issued: "h2d", "d2h", "task", "cpu-add" or "wait" (a stream waiting for an event),
+/// One call as issued: "h2d", "d2h", "task", "cpu-add", "wait" (a stream waiting for an event) or
+/// "hwait" (the host waiting for one),
 /// its stream, and the byte offset of the host operand from the first host operand of the step's
 /// last sync.
 struct Op {
@@ -40,6 +41,10 @@ class RecordingRank final : public testing::ForwardingRank {
   void wait(Stream w, Event e) override {
     ops_.push_back({"wait", w, 0, 0});
     in_.wait(w, e);
+  }
+  void host_wait(Event e) override {
+    ops_.push_back({"hwait", Stream::copy, 0, 0});
+    in_.host_wait(e);
   }
   void host_task(Event e, std::function<void()> t) override {
     ops_.push_back({"task", Stream::copy, 0, 0});
@@ -122,21 +127,31 @@ TEST(PipelinedOrder, GpuAddIssuesEveryH2dBeforeAnyD2hAndItsH2dsWaitForNoD2h) {
   EXPECT_EQ(h2d_len, (std::vector<uint64_t>{64, 64, 64, 32}));
 }
 
-TEST(PipelinedOrder, CpuAddQueuesEachChunksAddAfterItsD2h) {
+TEST(PipelinedOrder, CpuAddQueuesOneTaskThatAddsEachChunkOnceItLanded) {
   std::vector<Op> ops = last_sync_of("cpu-add-pipelined");
   ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
             ops.end());
-  // The host backend runs a task at once: its CPU add shows right after the task is queued.
-  EXPECT_EQ(sequence(ops), "d2h task cpu-add d2h task cpu-add d2h task cpu-add d2h task cpu-add");
-  std::vector<uintptr_t> add_at;
-  std::vector<uint64_t> add_len;
-  for (const Op& o : ops)
+  // The host backend runs a task at once: its waits and CPU adds show right after it is queued.
+  EXPECT_EQ(sequence(ops),
+            "d2h d2h d2h d2h task hwait cpu-add hwait cpu-add hwait cpu-add hwait cpu-add");
+  std::vector<uintptr_t> d2h_at, add_at;
+  std::vector<uint64_t> d2h_len, add_len;
+  for (const Op& o : ops) {
+    if (o.what == "d2h") {
+      d2h_at.push_back(o.host);
+      d2h_len.push_back(o.numel);
+    }
     if (o.what == "cpu-add") {
       add_at.push_back(o.host);
       add_len.push_back(o.numel);
     }
+  }
+  // The D2Hs land in the staging (one buffer of the shard), the adds go into the saved shard:
+  // both at 256 * i bytes of their own buffer.
   EXPECT_EQ(add_at, (std::vector<uintptr_t>{0, 256, 512, 768}));
   EXPECT_EQ(add_len, (std::vector<uint64_t>{64, 64, 64, 32}));
+  EXPECT_EQ(d2h_len, add_len);
+  for (size_t i = 1; i < d2h_at.size(); ++i) EXPECT_EQ(d2h_at[i] - d2h_at[0], 256 * i);
 }
 
 }  // namespace
