@@ -46,7 +46,7 @@ def check_name(name: str) -> str:
     """Returns `name` when it is one safe path component; raises InputError otherwise."""
     if not NAME_PATTERN.fullmatch(name or ""):
         raise InputError("", f"--name {name!r}: use letters, digits, '.', '_' and '-' (one folder name, "
-                             "not starting with '.' or '-'), e.g. h200x2-llama2-7b")
+                             "starting with a letter or digit), e.g. h200x2-llama2-7b")
     return name
 
 
