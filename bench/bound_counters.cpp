@@ -6,9 +6,13 @@ namespace shardaccum {
 
 double host_add_seen_gbps(const CaseTotals& t) {
   double best = 0;
+  const auto rate = [&](uint64_t bytes, double ms) {
+    if (ms > 0 && bytes > 0) best = std::max(best, static_cast<double>(bytes) / (ms * 1e-3) / 1e9);
+  };
   for (const StepMetrics& r : t.rank_sum) {
-    const double ms = r.phase_ms[static_cast<int>(Phase::cpu_add)];
-    if (ms > 0) best = std::max(best, static_cast<double>(r.cpu_add_bytes) / (ms * 1e-3) / 1e9);
+    rate(r.cpu_add_bytes, r.phase_ms[static_cast<int>(Phase::cpu_add)]);
+    // The host division's pass (`end` on an offloaded shard) is the finalize phase's work.
+    rate(r.division_host_bytes, r.phase_ms[static_cast<int>(Phase::finalize)]);
   }
   return best;
 }

@@ -12,8 +12,10 @@
 
 namespace shardaccum {
 
-/// The fastest rate, GB/s, at which the case's CPU adds ran on any rank: cpu_add_bytes over the
-/// cpu_add phase's busy ms of that rank's sums (0 without CPU adds).
+/// The fastest rate, GB/s, at which the case's host work ran on any rank: cpu_add_bytes over the
+/// cpu_add phase's busy ms of that rank's sums, or the host division's bytes over the finalize
+/// phase's (0 without either). On one H200 the host add ceiling read 87 GB/s in a run whose
+/// division pass then ran at 111-121 GB/s (reports/h200-limit-1203).
 double host_add_seen_gbps(const CaseTotals& t);
 
 /// The fastest rate, GB/s, at which the case's CPU adds and copies went through host memory on any

@@ -194,6 +194,22 @@ TEST(Bound, TheHostAddCeilingIsNeverBelowWhatTheCaseReached) {
   t.add(r1, {r0, r1});
   EXPECT_NEAR(host_add_seen_gbps(t), 100.0, 1e-9);
   EXPECT_EQ(host_add_seen_gbps(CaseTotals(1)), 0.0);  // no CPU add: nothing seen
+  // The host division's pass counts too: 1.1 GB in its finalize phase's 10 ms = 110 GB/s.
+  StepMetrics d;
+  d.cpu_add_bytes = 2'000'000'000;
+  d.phase_ms[static_cast<int>(Phase::cpu_add)] = 40;
+  d.division_host_bytes = 1'100'000'000;
+  d.phase_ms[static_cast<int>(Phase::finalize)] = 10;
+  CaseTotals td(1);
+  td.add(d, {d});
+  EXPECT_NEAR(host_add_seen_gbps(td), 110.0, 1e-9);
+  // And what went through host memory per ms of the step: (2 + 0.5 + 0.25) GB in 50 ms.
+  d.h2d_bytes = 250'000'000;
+  d.d2h_bytes = 500'000'000;
+  d.step_ms = 50;
+  CaseTotals tm(1);
+  tm.add(d, {d});
+  EXPECT_NEAR(host_memory_seen_gbps(tm), 55.0, 1e-9);
 }
 
 TEST(Bound, SyntheticBackwardIsTheGeneratorAtItsRate) {
