@@ -17,9 +17,9 @@ struct RunSetup {
   BenchOptions opts;
   BackendChoice choice;
   LaunchInfo launch;
-  RendezvousSpec rendezvous;    // used by a multi-process launch only
-  std::vector<CaseSpec> cases;  // this --part's
-  size_t matrix_cases = 0;      // the whole matrix, before --part keeps one slice
+  RendezvousSpec rendezvous;          // used by a multi-process launch only
+  std::vector<CaseSpec> cases;        // this --part's
+  size_t matrix_cases = 0;            // the whole matrix, before --part keeps one slice
   std::vector<LeftOutCase> left_out;  // cases of the axes no configuration of their system runs
 
   /// One process per GPU (--launcher env), not rank threads of one process.

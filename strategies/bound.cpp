@@ -70,7 +70,8 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       w.backward_device += padded * bg * (grad_alive[ui] && !held[ui] ? 2 : 1);
       if (held[ui]) w.backward_device += padded * (bg + 2 * br);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
-      if (plan.backward == Backward::gemm) w.flops += gemm_flops(plan.layout.units[ui], plan.tokens);
+      if (plan.backward == Backward::gemm)
+        w.flops += gemm_flops(plan.layout.units[ui], plan.tokens);
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {
         if (copy_in && bg != br && !held[ui]) w.backward_device += padded * (bg + br);
@@ -143,7 +144,8 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memor
 
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan) {
   if (plan.backward != Backward::gemm) return c;
-  const GemmBackwardCeiling* g = c.gemm_backward_of(plan.layout.name, plan.tokens, plan.dtypes.grad);
+  const GemmBackwardCeiling* g =
+      c.gemm_backward_of(plan.layout.name, plan.tokens, plan.dtypes.grad);
   if (!g || g->ms <= 0 || g->flops <= 0) return c;
   (plan.dtypes.grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32) =
       g->flops / (g->ms * 1e-3) / 1e12;
@@ -190,8 +192,8 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   const double after_head = static_cast<double>(w.host + w.h2d + (w.d2h - w.head_d2h));
   const double head_ms = std::max(over(w.head_d2h, c.d2h_gbps), head_compute_ms);
   const double host_path = w.host > 0 ? head_ms + std::max(over(w.host, c.host_add_gbps),
-                                                            over(after_head, c.host_memory_gbps))
-                                       : 0;
+                                                           over(after_head, c.host_memory_gbps))
+                                      : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
     b.terms.push_back({"critical path", std::max(path, host_path)});

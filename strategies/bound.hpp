@@ -79,14 +79,14 @@ Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory the larger of host/host_add
-/// and, with CPU adds, (host+H2D+D2H)/host_memory (the adds and the DMA share host memory); device memory
-/// device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the compute
-/// stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
+/// and, with CPU adds, (host+H2D+D2H)/host_memory (the adds and the DMA share host memory); device
+/// memory device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the
+/// compute stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
 /// generator's rate (the generator follows each GEMM, and is the whole synthetic backward);
 /// critical path the larger of (the backward, then the tail) and (the later of head_d2h at d2h and
 /// the backward up to the first added unit at the compute ceilings, then every host byte at
-/// host_add, or with the copies not yet landed at host_memory), each part over its ceiling. A part whose ceiling is 0 counts 0; a term all of
-/// whose ceilings are 0 is left out.
+/// host_add, or with the copies not yet landed at host_memory), each part over its ceiling. A part
+/// whose ceiling is 0 counts 0; a term all of whose ceilings are 0 is left out.
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
 
 }  // namespace shardaccum

@@ -16,7 +16,7 @@ namespace {
 
 struct RankCeilings {
   double h2d = 0, d2h = 0, bidir = 0, device_copy = 0, rs_algbw = 0, rs_busbw = 0, host_add = 0;
-  double host_memory = 0;          // the CPU add and D2H copies at once: both their bytes per second
+  double host_memory = 0;  // the CPU add and D2H copies at once: both their bytes per second
   double host_add_during_d2h = 0;  // of which the CPU add's (not a ceiling: what it kept)
   double accumulate = 0;  // the suite's own add kernel alone (not a ceiling: measured against one)
   double generate = 0;    // the generator kernel alone, 1e9 elements per second
@@ -181,8 +181,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
       launch_generate(gbuf.get(), t, grad_numel, gk, false, compute);
       GemmHandle h;
       auto* ws = static_cast<char*>(wbuf.get());
-      cublasContext* ch =
-          h.bind(rank.device(), compute, ws + operands * eb, kCublasWorkspaceBytes);
+      cublasContext* ch = h.bind(rank.device(), compute, ws + operands * eb, kCublasWorkspaceBytes);
       const bool tf32 = t == DType::fp32 && opts_.ceiling_gemm_tf32;
       const auto& units = gc.layout->units;
       auto backward = [&] {

@@ -103,8 +103,13 @@ TEST(GpuGemm, EachLayoutsGemmBackwardAloneIsInTheCeilings) {
   ASSERT_TRUE(ctx.contains("ceiling_gemm_backward")) << ctx.dump(2);
   EXPECT_EQ(ctx.at("ceiling_gemm_backward").size(), 2u);
   // A gemm case of that layout runs after the measurement, with its verdict intact.
-  CasePlan plan{*layout, canonical_schedule("sync", 4), preset("ideal"),
-                parse_dtype_triple("fp32-fp32-fp32"), GenMode::dyadic, 3, "t"};
+  CasePlan plan{*layout,
+                canonical_schedule("sync", 4),
+                preset("ideal"),
+                parse_dtype_triple("fp32-fp32-fp32"),
+                GenMode::dyadic,
+                3,
+                "t"};
   plan.backward = Backward::gemm;
   plan.tokens = 77;
   EXPECT_TRUE(testing::run_two_steps(*be, plan).correct);

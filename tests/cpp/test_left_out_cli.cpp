@@ -54,7 +54,8 @@ TEST(LeftOutCli, ARunSaysWhatItLeftOutAndWhyInItsJson) {
       ::testing::TempDir() + "/shardaccum_left_out_" + std::to_string(getpid()) + ".json";
   const testing::CliResult r = testing::run_bench_cli(
       "", "--backend host --model uniform:2x1000 --schedule nSnS,SSSS --preset fsdp2,zero3 "
-          "--warmup 0 --steps 1 --benchmark_out='" + json + "'");
+          "--warmup 0 --steps 1 --benchmark_out='" +
+              json + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.err.find("schedule:nSnS/binding:data-free/offload:gpu-add-zero3"), std::string::npos)
       << r.err;
@@ -68,7 +69,8 @@ TEST(LeftOutCli, ARunSaysWhatItLeftOutAndWhyInItsJson) {
     ++cases;
   }
   EXPECT_EQ(cases, 3);  // fsdp2 on both schedules, zero3 on SSSS
-  const nlohmann::json left = nlohmann::json::parse(doc["context"]["left_out_cases"].get<std::string>());
+  const nlohmann::json left =
+      nlohmann::json::parse(doc["context"]["left_out_cases"].get<std::string>());
   ASSERT_EQ(left.size(), 1u);
   EXPECT_NE(left[0]["case"].get<std::string>().find("schedule:nSnS"), std::string::npos);
   EXPECT_NE(left[0]["reason"].get<std::string>().find("engine.py"), std::string::npos);

@@ -123,14 +123,13 @@ TEST(Model, Zero3MovesWhatDeepSpeedMoved) {
 TEST(Model, PipelinedOffloadsMoveAndStageAsTheirUnpipelinedForms) {
   const Layout l = load_layout("uniform:2x1000", {});
   const auto plan_of = [&](const char* offload) {
-    CasePlan c =
-        plan_for(l, "SSSS", {"data-free", offload, "flag", "end", Lookahead::unbounded},
-                 "fp32-fp32-fp32");
+    CasePlan c = plan_for(l, "SSSS", {"data-free", offload, "flag", "end", Lookahead::unbounded},
+                          "fp32-fp32-fp32");
     c.chunk_bytes = 400;
     return c;
   };
-  for (const auto& [piped, plain] : {std::pair{"gpu-add-pipelined", "gpu-add"},
-                                     std::pair{"cpu-add-pipelined", "cpu-add"}})
+  for (const auto& [piped, plain] :
+       {std::pair{"gpu-add-pipelined", "gpu-add"}, std::pair{"cpu-add-pipelined", "cpu-add"}})
     for (int depth : {0, 2}) {
       SCOPED_TRACE(std::string(piped) + " host task depth " + std::to_string(depth));
       const Prediction p = predict(plan_of(piped), 3, depth), q = predict(plan_of(plain), 3, depth);

@@ -1,7 +1,8 @@
 // The pipelined offloads' issue order on the host backend (docs/DESIGN.md §3): gpu-add-pipelined
 // issues every chunk's H2D (on the h2d stream) before the first D2H (on the copy stream), and its
-// h2d stream waits for nothing inside the sync (no chunk's H2D waits for a D2H), cpu-add-pipelined queues each chunk's CPU add right after that chunk's D2H; each chunk at its
-// own offset of the saved shard.
+// h2d stream waits for nothing inside the sync (no chunk's H2D waits for a D2H), cpu-add-pipelined
+// queues each chunk's CPU add right after that chunk's D2H; each chunk at its own offset of the
+// saved shard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,7 +79,8 @@ std::vector<Op> last_sync_of(const char* offload) {
   // The first S is one whole D2H into the saved shard; what follows is the pipelined add.
   EXPECT_FALSE(ops.empty());
   if (ops.empty()) return ops;
-  const auto first = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.what != "wait"; });
+  const auto first =
+      std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.what != "wait"; });
   EXPECT_NE(first, ops.end());
   if (first == ops.end()) return {};
   EXPECT_EQ(first->what, "d2h");
@@ -106,9 +108,8 @@ TEST(PipelinedOrder, GpuAddIssuesEveryH2dBeforeAnyD2hAndItsH2dsWaitForNoD2h) {
   std::vector<Op> ops = last_sync_of("gpu-add-pipelined");
   // The waits inside the sync: none on the h2d stream (the one for the unit's previous D2H comes
   // before the sync's first copy, at its start).
-  const auto first_copy = std::find_if(ops.begin(), ops.end(), [](const Op& o) {
-    return o.what == "h2d" || o.what == "d2h";
-  });
+  const auto first_copy = std::find_if(
+      ops.begin(), ops.end(), [](const Op& o) { return o.what == "h2d" || o.what == "d2h"; });
   for (auto it = first_copy; it != ops.end(); ++it)
     EXPECT_FALSE(it->what == "wait" && it->stream == Stream::h2d) << "a chunk's H2D waits";
   ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
