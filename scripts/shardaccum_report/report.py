@@ -7,6 +7,7 @@ bytes exact, bandwidths in GB/s.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections import Counter
@@ -179,7 +180,26 @@ def _run_info(run: Run) -> str:
             out.append(f"{label}:\n\n```sh\n{command}\n```\n")
         else:
             out.append(f"{label}: not recorded in the JSON context.\n")
+    left = [row for f in run.files for row in left_out_cases(f.context)]
+    if left:
+        out.append(f"Left out when the matrix was built ({len(left)} case{'s' if len(left) != 1 else ''}: no "
+                   "configuration of their system runs them, so they are neither run nor errors):\n")
+        out.append(tables.md_table(["case", "why"], [[f"`{tables.escape(c)}`", tables.escape(why)]
+                                                      for c, why in left]))
     return "\n".join(out)
+
+
+def left_out_cases(context: dict) -> list[tuple[str, str]]:
+    """(case, reason) of the context's `left_out_cases` (bench/case_matrix.hpp leave_out_unrunnable: a JSON
+    list of {case, reason}); [] when absent. Raises InputError when present but not that list."""
+    raw = context.get("left_out_cases")
+    if raw is None:
+        return []
+    try:
+        rows = json.loads(raw) if isinstance(raw, str) else raw
+        return [(str(r["case"]), str(r["reason"])) for r in rows]
+    except (ValueError, TypeError, KeyError) as e:
+        raise InputError("", f"context left_out_cases is not a JSON list of {{case, reason}}: {e}") from None
 
 
 def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:

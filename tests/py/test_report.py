@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from pathlib import Path
@@ -252,3 +253,19 @@ def test_pareto_labels_of_front_points_on_one_spot_are_merged(monkeypatch):
     groups = pareto._label_groups(front, [1.0, 1.01, 5.0], [100.0, 100.5, 40.0])
     assert [names for names, _, _ in groups] == [["a", "b"], ["c"]]
     assert groups[1][1:] == (5.0, 40.0)
+
+
+def test_left_out_cases_are_named_with_their_reason(tmp_path):
+    # bench/case_matrix.hpp leave_out_unrunnable: the context's left_out_cases, a JSON list of {case, reason}.
+    doc = load_doc(HOST_K8_FIXTURE)
+    name = "accum/model:uniform:8x64K/world:2/schedule:SnSS/binding:data-free/offload:gpu-add-zero3/mode:flag"
+    doc["context"]["left_out_cases"] = json.dumps([{"case": name, "reason": "zero3 runs S^K and n^(K-1)S only"}])
+    readme = build_report([write_doc(doc, tmp_path / "left.json")], "left", tmp_path / "out")
+    run = section(readme.read_text(), "## Run")
+    assert "Left out when the matrix was built (1 case" in run
+    assert f"`{name}`" in run and "zero3 runs S^K and n^(K-1)S only" in run
+    # Without the key the section says nothing of it; a malformed one is refused by name.
+    assert "Left out" not in section(build_report([HOST_K8_FIXTURE], "k8", tmp_path / "o2").read_text(), "## Run")
+    doc["context"]["left_out_cases"] = "[{\"case\": 1}]"
+    proc = run_script("report.py", write_doc(doc, tmp_path / "bad.json"), "--name", "bad", "--out-dir", tmp_path)
+    assert proc.returncode == 2 and "left_out_cases" in proc.stderr and "Traceback" not in proc.stderr
