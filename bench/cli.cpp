@@ -39,7 +39,9 @@ std::string description() {
     presets += "    " + p.name + " = " + p.spec.binding + "/" + p.spec.offload + "/" + p.spec.mode +
                (p.spec.division == kDefaultDivision ? "" : "/" + p.spec.division) +
                (p.spec.copy_in == kDefaultCopyIn ? "" : " (copy-in " + p.spec.copy_in + ")") +
-               ": " + p.follows + "\n";
+               ": " + p.follows +
+               (p.refuses_interleaved.empty() ? "" : "; S^K and n^(K-1)S only (others left out)") +
+               "\n";
   std::string schedules;
   for (const CanonicalSchedule& c : kCanonicalSchedules)
     schedules += "    " + std::string(c.name) + ": " + c.description + "\n";
