@@ -173,15 +173,15 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   };
   if (n >= 2 && c.reduce_scatter_busbw_gbps > 0) b.terms.push_back({"link", link_ms(w.link)});
   const double tflops = grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32;
-  const double gemm_ms = tflops > 0 ? w.flops / (tflops * 1e12) * 1e3 : 0;
-  const double generate_ms =
-      c.generate_gelems > 0 ? static_cast<double>(w.backward_elements) / c.generate_gelems * 1e-6
-                            : 0;
-  const double compute_ms = gemm_ms + generate_ms;  // one stream: each GEMM, then the generator
-  const double head_compute_ms =
-      (tflops > 0 ? w.head_flops / (tflops * 1e12) * 1e3 : 0) +
-      (c.generate_gelems > 0 ? static_cast<double>(w.head_elements) / c.generate_gelems * 1e-6 : 0);
-  if ((w.flops > 0 && tflops > 0) || generate_ms > 0) b.terms.push_back({"compute", compute_ms});
+  // The compute stream's backward in series: each GEMM, then the generator, at their ceilings.
+  const auto backward_ms = [&](double flops, uint64_t elements) {
+    return (tflops > 0 ? flops / (tflops * 1e12) * 1e3 : 0) +
+           (c.generate_gelems > 0 ? static_cast<double>(elements) / c.generate_gelems * 1e-6 : 0);
+  };
+  const double compute_ms = backward_ms(w.flops, w.backward_elements);
+  const double head_compute_ms = backward_ms(w.head_flops, w.head_elements);
+  if ((w.flops > 0 && tflops > 0) || (c.generate_gelems > 0 && w.backward_elements > 0))
+    b.terms.push_back({"compute", compute_ms});
   // The backward, then what only starts after the last one: each part at its own ceiling.
   const double path = std::max(over(w.backward_device, c.device_copy_gbps), compute_ms) +
                       over(w.tail_rs_device + w.tail_device, c.device_copy_gbps) +
