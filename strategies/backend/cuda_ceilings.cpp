@@ -242,10 +242,11 @@ nlohmann::json CudaWorld::measure_ceilings() {
     // figure: the add also ran alone at its end, the D2Hs only inside it).
     PinnedMemory landed(cb);
     std::memset(landed.get(), 0, cb);
-    const double add_ms = 12.0 * el * kIters / (res[r].host_add * 1e9) * 1e3;
-    const double d2h_ms = res[r].d2h > 0 ? cb / (res[r].d2h * 1e9) * 1e3 : add_ms;
-    const int copies = std::max(1, static_cast<int>(0.8 * add_ms / d2h_ms));
-    double both_add = 0, both_d2h = 0;  // best of kCeilingTries, each rate on its own
+    const double add_ms =
+        res[r].host_add > 0 ? 12.0 * el * kIters / (res[r].host_add * 1e9) * 1e3 : 0;
+    const double d2h_ms = res[r].d2h > 0 ? cb / (res[r].d2h * 1e9) * 1e3 : 0;
+    const int copies = d2h_ms > 0 ? std::max(1, static_cast<int>(0.8 * add_ms / d2h_ms)) : 1;
+    double both_add = 0, both_d2h = 0;  // of the try with the most bytes per second together
     for (int t = 0; t < kCeilingTries; ++t) {
       all_ranks_barrier(rank, p, what);
       SA_CUDA_CHECK(cudaEventRecord(start.get(), copy));
