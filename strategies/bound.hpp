@@ -72,9 +72,9 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memor
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
 /// backward alone (Ceilings::gemm_backward: flops / ms), where the run measured it for the plan's
 /// layout, tokens and gradient dtype (--backward gemm); `c` as it is otherwise. The dense n x n
-/// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMMs ran at 76% of it
-/// alone (reports/h200-limit, `none` on SSSS: backward 692 ms against a bound of 540), so no
-/// strategy could reach a bound taken at it.
+/// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMM backward alone ran
+/// at 40.3 TFLOP/s against 51.0 for n = 8192 (79%, reports/h200-limit-1203), and at the dense rate
+/// its bound was 540 ms against a 692 ms backward (reports/h200-limit), which nothing could reach.
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):

@@ -5,8 +5,8 @@
 // unit, as cpu-add (bytes and pinned peak are cpu-add's). Its threads run on the GPU's NUMA node
 // (the backend's placement). A host task per chunk (until 2026-12-03) filled the backend's queue of
 // pending tasks four times as fast, so the issuing thread waited for queue space and fell behind
-// the GPU: on one H200 with the gemm backward (reports/h200-limit-1203) its step was 650 ms against
-// cpu-add's 488.
+// the GPU: on one H200 with the gemm backward its step was 650 ms against cpu-add's 488
+// (reports/README.md, the command at fb8bb29).
 #include <memory>
 #include <vector>
 
