@@ -61,20 +61,22 @@ struct Bound {
 
 /// The ceilings a case's bound is taken at: `c`, with host_add_gbps raised to `host_add_seen_gbps`
 /// (GB/s; the fastest rate the case's own CPU adds reached, cpu_add bytes over cpu_add ms, on any
-/// rank) when that is higher. The host add ceiling is read once per run on buffers of its own; on
-/// one H200 machine it read 58 to 131 GB/s from run to run, and once 72.8 GB/s in a run whose CPU
-/// adds then ran at up to 120 GB/s (reports/h200-limit), which put bound_ms above step_ms: a rate
-/// the hardware reached in the same run is one it allows. Other ceilings are returned as they are.
-/// host_memory_gbps is raised likewise to `host_memory_seen_gbps` (what the case's own CPU adds and
-/// copies moved through host memory per ms of its step, a rate it reached at least).
+/// rank, or its host division's pass over the finalize phase) when that is higher. The host add
+/// ceiling is read once per run on buffers of its own; on one H200 machine it read 58 to 133 GB/s
+/// from run to run, and once 72.8 GB/s in a run whose CPU adds then ran at up to 120 GB/s
+/// (reports/h200-limit), which put bound_ms above step_ms: a rate the hardware reached in the same
+/// run is one it allows. host_memory_gbps is raised likewise to `host_memory_seen_gbps` (what the
+/// case's own CPU adds and copies moved through host memory per ms of its step, a rate it reached
+/// at least). Other ceilings are returned as they are.
 Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0);
 
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
 /// backward alone (Ceilings::gemm_backward: flops / ms), where the run measured it for the plan's
 /// layout, tokens and gradient dtype (--backward gemm); `c` as it is otherwise. The dense n x n
-/// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMM backward alone ran
-/// at 40.3 TFLOP/s against 51.0 for n = 8192 (79%, reports/h200-limit-1203), and at the dense rate
-/// its bound was 540 ms against a 692 ms backward (reports/h200-limit), which nothing could reach.
+/// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMM backward alone
+/// ran at 40.3 TFLOP/s against 51.0 for n = 8192 (79%, reports/h200-limit-1203), and at the dense
+/// rate its bound was 540 ms against a 692 ms backward (reports/h200-limit), which nothing could
+/// reach.
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
