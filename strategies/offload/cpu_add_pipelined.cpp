@@ -31,8 +31,9 @@ class CpuAddPipelined final : public OffloadPolicy {
     be.wait(Stream::copy, be.record(Stream::comm));
     std::vector<Event> landed;  // per chunk: its D2H done
     for (uint64_t off = 0; off < n; off += c) {
-      Buffer stage = staging->view(off, std::min(c, n - off));
-      be.copy(stage, src.view(off, std::min(c, n - off)), Stream::copy);  // D2H
+      const uint64_t len = std::min(c, n - off);
+      Buffer stage = staging->view(off, len);
+      be.copy(stage, src.view(off, len), Stream::copy);  // D2H
       landed.push_back(be.record(Stream::copy));
     }
     // Queued behind the first chunk only; each later chunk is waited for inside the task.
