@@ -19,9 +19,10 @@
 #            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/
 #   validsuite #16's validation, the suite side: presets fsdp2 and fsdp1 with --param-traffic on and
 #            their strategies without offload, uniform:16x64M and gpt2-xl, K=4, every canonical
-#            schedule, into reports/h200-validation/suite-*.json
+#            schedule, into reports/h200-validation/suite-*.json (VALID_TOKENS=T: --backward gemm --tokens T)
 #   validreal  the same workload on the real systems (VALID_SYSTEMS, default "fsdp2 fsdp1"), bench/real/run.py
-#            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json)
+#            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json);
+#            VALID_TOKENS=T as above (--tokens T), VALID_MODELS="m1 m2" one JSON per model
 #   presetref the one-GPU suite job with the faithful presets (run.sh --no-real --name h200-reference-presets)
 #   torchlines the installed torch's version and the sha256 of the files docs/PRESETS.md cites
 #   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
@@ -240,6 +241,8 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     mkdir -p "$D"
     V=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
        --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json)
+    # VALID_TOKENS=T: the backward of T tokens of GEMMs on both sides (the real runner's --tokens T).
+    [[ "${VALID_TOKENS:-0}" != 0 ]] && V+=(--backward gemm --tokens "$VALID_TOKENS")
     for run in fsdp2 fsdp1 fsdp2-none fsdp1-none; do
       case $run in
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
@@ -248,7 +251,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
         fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --lookahead unbounded) ;;
       esac
       s0=$SECONDS
-      timeout 200 $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/suite-$run.json" >"$D/suite-$run.log" 2>&1
+      timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/suite-$run.json" >"$D/suite-$run.log" 2>&1
       echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/suite-$run.log" | head -3
       step "validation suite $run"
     done
@@ -257,13 +260,17 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     step "validation, real: ${VALID_SYSTEMS:-fsdp2 fsdp1} on uniform:16x64M and gpt2-xl"
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
+    # VALID_MODELS="m1 m2" runs one model per command (real-SYSTEM-MODEL.json), so that each fits a limit.
     for system in ${VALID_SYSTEMS:-fsdp2 fsdp1}; do
-      s0=$SECONDS
-      timeout "${VALID_TIMEOUT:-540}" python3 bench/real/run.py --system "$system" --model uniform:16x64M,gpt2-xl \
-        --schedule all --k 4 --dtype fp32-fp32-fp32 --offload cpu,none --seed 23130 --warmup 1 --steps 2 \
-        --out "$D/real-$system.json" >"$D/real-$system.log" 2>&1
-      echo "real $system: rc=$? $((SECONDS - s0)) s"; grep -E '^\[real\] wrote|Error|error' "$D/real-$system.log" | tail -3
-      step "validation real $system"
+      for model in ${VALID_MODELS:-uniform:16x64M,gpt2-xl}; do
+        name=real-$system${VALID_MODELS:+-${model%%:*}}
+        s0=$SECONDS
+        timeout "${VALID_TIMEOUT:-540}" python3 bench/real/run.py --system "$system" --model "$model" \
+          --schedule all --k 4 --dtype fp32-fp32-fp32 --offload cpu,none --seed 23130 --warmup 1 --steps 2 \
+          --tokens "${VALID_TOKENS:-0}" --out "$D/$name.json" >"$D/$name.log" 2>&1
+        echo "real $system $model: rc=$? $((SECONDS - s0)) s"; grep -E '^\[real\] wrote|Error|error' "$D/$name.log" | tail -3
+        step "validation real $system $model"
+      done
     done
     ;;
   presetref)

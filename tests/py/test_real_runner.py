@@ -320,6 +320,16 @@ def test_trace_attribution_on_a_canned_step():
     assert got["reduce_scatter_ms"] == pytest.approx(1.5) and got["all_gather_ms"] == pytest.approx(0.5)
     assert got["all_reduce_ms"] == pytest.approx(0.25) and got["nccl_ms"] == pytest.approx(2.25)
     assert got["cpu_add_ms"] == pytest.approx(0.25)
+    # every kernel and copy above lies inside 20..4310 µs with no gap: busy 4.29 ms
+    assert got["gpu_busy_ms"] == pytest.approx(4.29)
+
+
+def test_gpu_busy_counts_overlaps_once_and_gaps_never():
+    # [0, 10) and [5, 15) overlap (15 µs); [30, 40) after a gap; [32, 35) inside it; a zero-length one
+    assert trace.busy_ms([(30, 10), (0, 10), (5, 10), (32, 3), (50, 0)]) == pytest.approx(0.025)
+    assert trace.busy_ms([]) == 0.0
+    ev = [_x("kernel", "k", 0, 10), _x("gpu_memset", "Memset (Device)", 100, 20), _x("cpu_op", "aten::add_", 0, 500)]
+    assert trace.analyse(ev)["gpu_busy_ms"] == pytest.approx(0.03)  # the CPU op is not GPU work
 
 
 def test_context_settings_and_time_domain():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import write_doc
 from shardaccum_report.loading import load_inputs
 from shardaccum_report.pairing import preset_key
@@ -128,3 +130,40 @@ def test_a_host_run_gives_no_rows_and_says_why(tmp_path):
     part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
     assert "**Not validated**" in part
     assert not (readme.parent / "validation.json").exists()
+
+
+
+def _patch(monkeypatch, table: dict, key: tuple, **counters) -> None:
+    monkeypatch.setitem(table, key, {**table[key], **counters})  # restored after the test
+
+
+def test_a_b_row_outside_by_less_than_its_steps_spread_is_marked_but_still_outside(tmp_path, monkeypatch):
+    # SSSS none: the suite's B 15.0 − 9.0 = 6.0 ms against the real 4.0 (+50%: outside ±20%, by 1.2 ms).
+    # Spread: half-ranges 0.5 + 0.4 (real case and baseline) + 0.2 + 0.2 (suite's) = 1.3 ms ≥ 1.2.
+    _patch(monkeypatch, REAL, ("nnnS", "none"), step_ms_min=9.5, step_ms_max=10.5, gpu_busy_ms=8.0)
+    _patch(monkeypatch, REAL, ("SSSS", "none"), step_ms_min=13.6, step_ms_max=14.4, gpu_busy_ms=9.0)
+    _patch(monkeypatch, SUITE, ("nnnS", "none"), step_ms_min=8.8, step_ms_max=9.2)
+    _patch(monkeypatch, SUITE, ("SSSS", "none"), step_ms=15.0, step_ms_min=14.8, step_ms_max=15.2)
+    rows, _ = _rows(tmp_path)
+    b = rows[("SSSS/offload:none", "accum_cost_b_ms")]
+    assert (b.real, b.suite, b.passes) == (4.0, 6.0, False)
+    assert b.spread == pytest.approx(1.3) and b.within_spread and b.real_gpu_b == 1.0
+    # the offloaded B has no min/max here: no spread, so never "within" it
+    assert rows[("SSSS/offload:cpu", "accum_cost_b_ms")].spread is None
+    readme = build_report(list(_docs(tmp_path)), "val", tmp_path / "out")
+    part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
+    assert "4 outside (1 of them by less than their steps' measured spread)" in part
+    assert "spread ±1.3 ms (within it); real B on the GPU 1.0 ms" in part
+    rows_json = json.loads((readme.parent / "validation.json").read_text(encoding="utf-8"))
+    assert all(set(r) == {"case", "preset_case", "figure", "real", "suite"} for r in rows_json)
+
+
+def test_a_b_row_outside_by_more_than_its_spread_is_not_marked(tmp_path, monkeypatch):
+    _patch(monkeypatch, REAL, ("nnnS", "none"), step_ms_min=9.9, step_ms_max=10.1)
+    _patch(monkeypatch, REAL, ("SSSS", "none"), step_ms_min=13.9, step_ms_max=14.1)
+    _patch(monkeypatch, SUITE, ("nnnS", "none"), step_ms_min=9.0, step_ms_max=9.0)
+    _patch(monkeypatch, SUITE, ("SSSS", "none"), step_ms=20.0, step_ms_min=20.0, step_ms_max=20.0)
+    rows, _ = _rows(tmp_path)
+    b = rows[("SSSS/offload:none", "accum_cost_b_ms")]
+    assert not b.passes and b.spread == pytest.approx(0.2) and not b.within_spread
+    assert b.real_gpu_b is None  # no gpu_busy_ms in these real runs

@@ -73,15 +73,17 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
 
 
 def profiled_step(system, state, schedule: str, step: int, device) -> dict:
-    """One more step under torch.profiler (never timed): trace.analyse of its Kineto events. CUDA only
-    ({} on the CPU: there are no device copies or kernels to attribute)."""
+    """One more step under torch.profiler (never timed as the case's step): trace.analyse of its Kineto
+    events, with profiled_step_ms, that step's wall time under the profiler (ms; the profiler's own cost
+    included), beside which gpu_busy_ms says how much of it the GPU worked. CUDA only ({} on the CPU:
+    there are no device copies or kernels to attribute)."""
     if device.type != "cuda":
         return {}
     from torch.profiler import ProfilerActivity, profile
 
     system.zero_grad()  # outside the profile: DeepSpeed's deferred optimizer step runs here
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        run_step(system, state, schedule, step, device)
+        wall_ms, _ = run_step(system, state, schedule, step, device)
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
@@ -90,7 +92,7 @@ def profiled_step(system, state, schedule: str, step: int, device) -> dict:
             events = json.load(f).get("traceEvents", [])
     finally:
         os.unlink(path)
-    return trace.analyse(events)
+    return dict(trace.analyse(events), profiled_step_ms=wall_ms)
 
 
 def pinned_allocated(device) -> int | None:

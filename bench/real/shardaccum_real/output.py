@@ -13,7 +13,7 @@ from pathlib import Path
 COUNTERS = ("step_ms", "step_ms_median", "step_ms_min", "step_ms_max", "accum_cost_a_ms", "accum_cost_b_ms",
             "d2h_bytes", "h2d_bytes", "d2h_ms", "h2d_ms", "d2h_pageable_bytes", "param_h2d_bytes",
             "param_d2h_bytes", "param_h2d_ms", "meta_h2d_bytes", "reduce_scatter_ms", "all_gather_ms", "all_reduce_ms", "nccl_ms",
-            "cpu_add_ms", "peak_device_bytes", "device_baseline_bytes", "device_leftover_bytes",
+            "cpu_add_ms", "gpu_busy_ms", "profiled_step_ms", "peak_device_bytes", "device_baseline_bytes", "device_leftover_bytes",
             "pinned_leftover_bytes",
             "peak_pinned_bytes", "correct",
             "max_rel_err", "err_bound", "k", "world_size", "tokens")

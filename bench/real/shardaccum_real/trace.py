@@ -72,15 +72,30 @@ def _nccl_kind(name: str):
     return "other"
 
 
+def busy_ms(intervals: list) -> float:
+    """The length (ms) of the union of [start, start + dur) intervals given in µs as (start, dur): the time
+    the GPU ran at least one kernel or copy, overlapping work on several streams counted once."""
+    total, end = 0.0, float("-inf")
+    for start, dur in sorted(intervals):
+        stop = start + dur
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total / 1e3
+
+
 def analyse(events: list) -> dict:
     """Counters of spec C from one step's trace events (the 'traceEvents' list): gradient d2h/h2d bytes and
     ms, d2h_pageable_bytes, param_h2d/param_d2h bytes and param_h2d_ms, NCCL kernel ms by collective and
-    nccl_ms, cpu_add_ms (aten::add_ in a post-backward range that launched no kernel: a CPU tensor's add)."""
+    nccl_ms, cpu_add_ms (aten::add_ in a post-backward range that launched no kernel: a CPU tensor's add),
+    and gpu_busy_ms (busy_ms of every kernel, copy and memset: beside the profiled step's wall time it says
+    how long the GPU waited for the host, e.g. for Python between FSDP's launches)."""
     ranges: dict = {}     # (pid, tid) -> [(start, end, name)] of FSDP user annotations
     runtime: dict = {}    # correlation -> (pid, tid, ts) of runtime calls
     launches: dict = {}   # (pid, tid) -> sorted ts of runtime calls (kernel launches and copies)
     ops: dict = {}        # External id -> (pid, tid, ts) of the aten op that made the runtime call
     adds, memcpys, kernels = [], [], []
+    gpu_work: list = []   # (ts, dur) of every kernel, copy and memset, for gpu_busy_ms
     meta_ops: dict = {}   # (pid, tid) -> [(start, end)] of ops whose H2D copies are kernel metadata
     for e in events:
         if e.get("ph") != "X":
@@ -96,8 +111,12 @@ def analyse(events: list) -> dict:
             launches.setdefault(where, []).append(ts)
         elif cat == "gpu_memcpy":
             memcpys.append(e)
+            gpu_work.append((ts, dur))
         elif cat == "kernel":
             kernels.append(e)
+            gpu_work.append((ts, dur))
+        elif cat == "gpu_memset":
+            gpu_work.append((ts, dur))
         elif cat == "cpu_op":
             ext = e.get("args", {}).get("External id")
             if ext is not None:
@@ -158,5 +177,6 @@ def analyse(events: list) -> dict:
         calls = launches.get(where, [])
         if bisect_right(calls, ts + dur) == bisect_right(calls, ts):  # launched nothing: a CPU add
             out["cpu_add_ms"] += dur / 1e3
+    out["gpu_busy_ms"] = busy_ms(gpu_work)
     out[SOURCES_KEY] = sources
     return out
