@@ -63,11 +63,17 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
-      dev += param_shard(ui);  // the backward's copy, freed once the backward is issued
+      // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::
+      // prefetch, but for the first unit of the backward), freed once the backward is issued.
+      if (ui + 1 == units) dev += param_shard(ui);
       p.param_h2d_bytes += param_shard(ui);
       // A fresh grad-dtype gradient, or one that a held reduce-dtype gradient takes in and frees.
       if (!grad_alive[ui] || held[ui]) dev += padded * bg;
       bump();
+      if (ui > 0) {  // the next unit's prefetch, issued before this one's copy is freed
+        dev += param_shard(ui - 1);
+        bump();
+      }
       dev -= param_shard(ui);
       if (held[ui]) dev -= padded * bg;
       grad_alive[ui] = true;

@@ -22,7 +22,21 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
 
 Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
   if (!active_) return {};
+  if (next_ && next_unit_ == u.index) {
+    be.wait(Stream::compute, next_copied_);  // the backward reads the prefetched parameters
+    return std::move(next_);
+  }
+  next_.reset();  // a prefetch for another unit (a step cut short): never read
   return fetch(be, u);
+}
+
+void ParamTraffic::prefetch(RankBackend& be, const UnitGrad& next) {
+  if (!active_) return;
+  next_.reset();
+  next_ = be.allocate(MemSpace::device, param_, next.shard, Stream::h2d);
+  be.copy_param(next_, host_[next.index], Stream::h2d);
+  next_unit_ = next.index;
+  next_copied_ = be.record(Stream::h2d);
 }
 
 }  // namespace shardaccum

@@ -25,15 +25,30 @@ class ParamTraffic {
   /// the buffer is freed (reshard after forward). Allocates the pinned host shards at the first
   /// call (once per case: FSDP's CPU-resident parameters, in the pinned peak).
   void forward(RankBackend& be, const std::vector<UnitGrad>& units);
-  /// Before unit u's backward: its shard copied on the h2d stream into a device buffer that the
-  /// caller holds until the backward is issued; the compute stream waits for the copy.
+  /// Before unit u's backward: its shard in a device buffer that the caller holds until the
+  /// backward is issued, the compute stream waiting for its copy. The copy was issued by
+  /// prefetch() after the previous unit's backward, else it is issued now on the h2d stream.
   Buffer before_backward(RankBackend& be, const UnitGrad& u);
+  /// After unit u's backward is issued and before its gradient is synced: the next unit's shard
+  /// copied on the h2d stream into a device buffer kept for its before_backward, with no wait
+  /// yet, so the copy runs while u's reduce-scatter and offload copies do, and a host blocked on
+  /// u's D2H (FSDP1 at world size 1, FSDP2's later syncs) has already issued it. FSDP's backward
+  /// prefetch of one unit: FSDP1 BackwardPrefetch.BACKWARD_PRE, the default, issued from
+  /// _runtime_utils.py _post_backward_hook (its "_post_backward_prefetch" range, before the
+  /// reduce and offload); FSDP2 _fsdp_param_group.py FSDPParamGroup.pre_backward prefetching
+  /// the next group's all-gather. One unit's shard more is alive on the device meanwhile.
+  void prefetch(RankBackend& be, const UnitGrad& next);
+  /// Frees a prefetched copy that no backward will read (a step that failed before it).
+  void drop_prefetch() { next_.reset(); }
 
  private:
   Buffer fetch(RankBackend& be, const UnitGrad& u);
   bool active_;
   DType param_;
   std::vector<Buffer> host_;  // per unit index: its sharded parameters, pinned, once per case
+  Buffer next_;               // prefetch()'s copy, for the unit next_unit_
+  uint32_t next_unit_ = 0;
+  Event next_copied_;  // recorded on the h2d stream after next_'s copy
 };
 
 }  // namespace shardaccum

@@ -30,6 +30,7 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
 void StepDriver::agree() {
   if (!be_.any_rank(!pending_error_.empty())) return;
   retire_all();  // nothing of this step stays in flight past its failure
+  params_.drop_prefetch();
   if (!pending_error_.empty()) {
     std::string msg;
     msg.swap(pending_error_);
@@ -64,6 +65,9 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   if (!accumulate)
     u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
   backward_pass(u, step, mb, accumulate);
+  // FSDP's backward prefetch: the next unit's parameters are on their way before this unit's
+  // gradient is synced (a host that then blocks on a D2H has issued them already).
+  if (u.index > 0) params_.prefetch(be_, units_[u.index - 1]);
   params.reset();
   if (held) {
     be_.add(held, u.grad, MemSpace::device, Stream::compute);

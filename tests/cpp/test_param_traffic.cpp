@@ -90,7 +90,8 @@ TEST(ParamTraffic, BoundCountsTheParameterCopies) {
 }
 
 /// Records, in issue order, "p<numel>" for a parameter copy, "w" for the compute stream waiting
-/// on the event recorded on the h2d stream right after it, and "g<numel>" for a backward.
+/// on the event recorded on the h2d stream after it, "g<numel>" for a backward and "r<numel>" for
+/// a reduce-scatter (of its input).
 class RecordingRank final : public testing::ForwardingRank {
  public:
   RecordingRank(RankBackend& inner, std::string& ops) : ForwardingRank(inner), ops_(ops) {}
@@ -114,6 +115,10 @@ class RecordingRank final : public testing::ForwardingRank {
     ops_ += " g" + std::to_string(g.numel());
     in_.generate(g, k, acc, s);
   }
+  void reduce_scatter(Buffer& o, const Buffer& i, ReduceOp op) override {
+    ops_ += " r" + std::to_string(i.numel());
+    in_.reduce_scatter(o, i, op);
+  }
   void begin_step() override {
     ops_.clear();  // the last step's calls only
     in_.begin_step();
@@ -132,9 +137,11 @@ TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt)
       plan_of(make_layout({40, 24}), "nS", "cpu-add", "flag", "fp32-fp32-fp32", true);
   EXPECT_TRUE(run_two_steps(be, plan).correct);
   // Per micro-batch: the forward's copies first to last, each waited for; then the backward last
-  // unit first, each unit's copy waited for right before its generator.
-  const std::string mb = " p40 w p24 w p24 w g24 p40 w g40";
-  EXPECT_EQ(ops, mb + mb);
+  // unit first, each unit's copy waited for right before its generator. The first unit's copy
+  // (40) is prefetched once the last unit's backward is issued: before that unit's reduce-scatter
+  // in the S micro-batch, and waited for only by its own backward.
+  EXPECT_EQ(ops, " p40 w p24 w p24 w g24 p40 w g40"            // n
+                 " p40 w p24 w p24 w g24 p40 r24 w g40 r40");  // S
 }
 
 BenchOptions parsed(std::vector<std::string> args) {
