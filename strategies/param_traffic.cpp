@@ -2,9 +2,14 @@
 
 namespace shardaccum {
 
-Buffer ParamTraffic::fetch(RankBackend& be, const UnitGrad& u) {
+Buffer ParamTraffic::issue(RankBackend& be, const UnitGrad& u) {
   Buffer dev = be.allocate(MemSpace::device, param_, u.shard, Stream::h2d);
   be.copy_param(dev, host_[u.index], Stream::h2d);
+  return dev;
+}
+
+Buffer ParamTraffic::fetch(RankBackend& be, const UnitGrad& u) {
+  Buffer dev = issue(be, u);
   // The compute that reads the parameters (forward, backward) waits for their copy.
   be.wait(Stream::compute, be.record(Stream::h2d));
   return dev;
@@ -33,8 +38,7 @@ Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
 void ParamTraffic::prefetch(RankBackend& be, const UnitGrad& next) {
   if (!active_) return;
   next_.reset();
-  next_ = be.allocate(MemSpace::device, param_, next.shard, Stream::h2d);
-  be.copy_param(next_, host_[next.index], Stream::h2d);
+  next_ = issue(be, next);
   next_unit_ = next.index;
   next_copied_ = be.record(Stream::h2d);
 }

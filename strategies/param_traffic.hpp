@@ -42,6 +42,8 @@ class ParamTraffic {
   void drop_prefetch() { next_.reset(); }
 
  private:
+  /// u's shard copied on the h2d stream into a fresh device buffer; nothing waits for it yet.
+  Buffer issue(RankBackend& be, const UnitGrad& u);
   Buffer fetch(RankBackend& be, const UnitGrad& u);
   bool active_;
   DType param_;

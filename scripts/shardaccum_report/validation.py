@@ -111,10 +111,12 @@ def _baseline(key: RealKey, offload: str) -> RealKey:
     return replace(key, schedule="n" * (key.k - 1) + "S", offload=offload)
 
 
-def _step_b(case: Case | None, base: Case | None) -> float | None:
+def _difference(case: Case | None, base: Case | None, counter: str) -> float | None:
+    """counter of `case` minus that of `base`; None when either case or value is absent. With step_ms
+    it is B; with gpu_busy_ms (real runs) the B on the GPU."""
     if case is None or base is None:
         return None
-    a, b = case.value("step_ms"), base.value("step_ms")
+    a, b = case.value(counter), base.value(counter)
     return None if a is None or b is None else a - b
 
 
@@ -130,14 +132,6 @@ def _spread(*cases: Case | None) -> float | None:
     """The summed half-ranges of the steps a B is made of; None when any is unknown."""
     parts = [_half_range(c) for c in cases]
     return None if any(p is None for p in parts) else sum(parts)
-
-
-def _gpu_b(case: Case | None, base: Case | None) -> float | None:
-    """gpu_busy_ms of a real case minus its baseline's (ms); None when either lacks it."""
-    if case is None or base is None:
-        return None
-    a, b = case.value("gpu_busy_ms"), base.value("gpu_busy_ms")
-    return None if a is None or b is None else a - b
 
 
 def _param_shard_bytes(case: Case) -> float:
@@ -165,7 +159,8 @@ def rows_of(real: Run, suite: Run) -> tuple[list[Row], list[str]]:
         if sc is None:
             left.append(f"{key.name}: {why or 'its preset case ' + skey.name + ' is not in the suite run'}")
             continue
-        add = lambda figure, r, s: rows.append(Row(key.name, sc.key.name, figure, float(r), float(s)))  # noqa: E731
+        add = lambda figure, r, s, **extra: rows.append(  # noqa: E731
+            Row(key.name, sc.key.name, figure, float(r), float(s), **extra))
         if rc.value(CORRECT) is not None and sc.value(CORRECT) is not None:
             add(CORRECT, rc.value(CORRECT), sc.value(CORRECT))
         for figure in BYTES_FIGURES:
@@ -189,14 +184,13 @@ def rows_of(real: Run, suite: Run) -> tuple[list[Row], list[str]]:
                 r += rc.value("param_h2d_ms") or 0.0
             if r is not None and s is not None and (r != 0 or s != 0):
                 add(phase, r, s)
-        if key != _baseline(key, key.offload):
-            r = rc.value(ACCUM_COST_B)
-            sb = suite_case(_baseline(key, key.offload))
-            s = _step_b(sc, sb)
+        b_key = _baseline(key, key.offload)
+        if key != b_key:
+            rb, sb = reals.get(b_key), suite_case(b_key)
+            r, s = rc.value(ACCUM_COST_B), _difference(sc, sb, "step_ms")
             if r is not None and s is not None:
-                rb = reals.get(_baseline(key, key.offload))
-                rows.append(Row(key.name, sc.key.name, ACCUM_COST_B, float(r), float(s),
-                                spread=_spread(rc, rb, sc, sb), real_gpu_b=_gpu_b(rc, rb)))
+                add(ACCUM_COST_B, r, s, spread=_spread(rc, rb, sc, sb),
+                    real_gpu_b=_difference(rc, rb, "gpu_busy_ms"))
     return rows, left
 
 
