@@ -248,7 +248,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
         fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
         fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1) ;;
-        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --lookahead unbounded) ;;
+        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded) ;;
       esac
       s0=$SECONDS
       timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/suite-$run.json" >"$D/suite-$run.log" 2>&1

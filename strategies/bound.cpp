@@ -52,11 +52,14 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   const uint64_t bg = dtype_bytes(plan.dtypes.grad), br = dtype_bytes(plan.dtypes.reduce),
                  ba = dtype_bytes(plan.dtypes.accum);
   const bool copy_in = copy_in_separate(plan.strategy.copy_in);
+  const bool in_place = copy_in_in_place(plan.strategy.copy_in, n);  // FSDP1's NO_SHARD
   std::vector<bool> grad_alive(units, false);
   uint64_t d2h_issued = 0;  // D2H bytes issued so far on the copy stream, for head_d2h
   bool host_added = false;
-  std::vector<bool> held(units, false);  // as predict: a no-sync gradient in the reduce dtype
-  std::vector<SavedView> saved(units);   // as predict: what mode tracking sees of each saved shard
+  // As predict: a gradient held in another dtype than the grad's, its bytes per element (0: none):
+  // the reduce dtype's (copy-in, no-sync) or the accum dtype's (in place, after a sync).
+  std::vector<uint64_t> held(units, 0);
+  std::vector<SavedView> saved(units);  // as predict: what mode tracking sees of each saved shard
   const int k = plan.schedule.k();
   for (int mb = 0; mb < k; ++mb) {
     const MicroBatchMode m = plan.schedule.at(mb);
@@ -68,22 +71,37 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       // The copy-in's converts and adds run on the compute stream in series with it: counted
       // here as the backend counts them (src + dst per convert, src + 2 * dst per add).
       w.backward_device += padded * bg * (grad_alive[ui] && !held[ui] ? 2 : 1);
-      if (held[ui]) w.backward_device += padded * (bg + 2 * br);  // held += fresh gradient
+      if (held[ui]) w.backward_device += padded * (bg + 2 * held[ui]);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
       if (plan.backward == Backward::gemm)
         w.flops += gemm_flops(plan.layout.units[ui], plan.tokens);
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {
-        if (copy_in && bg != br && !held[ui]) w.backward_device += padded * (bg + br);
-        held[ui] = held[ui] || (copy_in && bg != br);
+        if (copy_in && bg != br && !held[ui]) {
+          w.backward_device += padded * (bg + br);
+          held[ui] = br;
+        }
+        continue;
+      }
+      if (in_place && !offload->offloaded()) {  // NO_SHARD: the gradient stays, cast once
+        const uint64_t passes = (div.pre_pass ? 2 : 0) + (div.post_pass ? 2 : 0);
+        uint64_t bytes = padded * (held[ui] ? held[ui] : bg) * passes;
+        if (!held[ui] && bg != ba) {
+          bytes += padded * (bg + ba);
+          held[ui] = ba;
+        }
+        w.device += bytes;
+        if (mb == k - 1 && ui == 0) w.tail_device = bytes;
+        saved[ui] = {true, MemSpace::device, shard};  // the step's end makes it the saved shard
         continue;
       }
       // What the reduce-scatter reads: the gradient, or the copy-in's buffer filled from it.
       const uint64_t input = padded * (copy_in ? br : bg);
       if (copy_in) w.backward_device += padded * (held[ui] ? br : bg) + input;
       grad_alive[ui] = false;
-      held[ui] = false;
-      const uint64_t rs_copy = n == 1 ? input + shard * br : 0;  // NCCL's copy in -> out
+      held[ui] = 0;
+      // NCCL's copy in -> out at world size 1; none in place (the gradient is the output).
+      const uint64_t rs_copy = n == 1 && !in_place ? input + shard * br : 0;
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const SyncCost c = offload->predicted(add, shard, plan.dtypes);
       SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);

@@ -22,6 +22,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
                  ba = dtype_bytes(plan.dtypes.accum);
 
   const bool copy_in = copy_in_separate(plan.strategy.copy_in);
+  const bool in_place = copy_in_in_place(plan.strategy.copy_in, n);  // FSDP1's NO_SHARD
   std::vector<bool> grad_alive(units, false);
   std::vector<bool> held(units, false);  // a no-sync gradient held in the reduce dtype (copy-in)
   std::vector<SavedView> saved(units);   // what mode tracking may see of each unit's saved shard
@@ -87,26 +88,42 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         continue;
       }
 
-      uint64_t input = padded * bg;  // what the reduce-scatter reads, held until it is waited for
-      if (copy_in) {  // the previous input dropped (lookahead 1), this one filled, the gradient
-                      // freed
-        if (ahead == Lookahead::one) retire(0);
-        input = padded * br;
-        dev += input;
+      if (in_place) {  // NO_SHARD: no collective; the division's passes on the gradient itself
+        const uint64_t grad_bytes = padded * (held[ui] ? ba : bg);
+        if (div.pre_pass) p.division_device_bytes += 2 * grad_bytes;
+        if (div.post_pass) p.division_device_bytes += 2 * grad_bytes;
+        if (!offload->offloaded()) {  // it stays, cast to the accum dtype once
+          if (!held[ui] && bg != ba) {
+            dev += padded * ba;
+            bump();
+            dev -= padded * bg;
+            held[ui] = true;
+          }
+          continue;
+        }
+        grad_alive[ui] = false;  // with offload it plays the output's part (its bytes: shard * br)
+      } else {  // the reduce-scatter reads the gradient (or the copy-in's input) into `out`
+        uint64_t input = padded * bg;  // what the reduce-scatter reads, held until it is waited for
+        if (copy_in) {  // the previous input dropped (lookahead 1), this one filled, the gradient
+                        // freed
+          if (ahead == Lookahead::one) retire(0);
+          input = padded * br;
+          dev += input;
+          bump();
+          dev -= padded * (held[ui] ? br : bg);
+          held[ui] = false;
+        }
+        dev += shard * br;  // out
         bump();
-        dev -= padded * (held[ui] ? br : bg);
-        held[ui] = false;
+        p.nccl_input_bytes += input;
+        ++p.reduce_scatter_calls;
+        if (div.pre_pass) p.division_device_bytes += 2 * input;
+        if (div.post_pass) p.division_device_bytes += 2 * shard * br;
+        in_flight.push_back(input);  // freed when the compute stream waits for its RS
+        grad_alive[ui] = false;
+        if (ahead == Lookahead::zero) retire(0);
+        if (ahead == Lookahead::one) retire(1);
       }
-      dev += shard * br;  // out
-      bump();
-      p.nccl_input_bytes += input;
-      ++p.reduce_scatter_calls;
-      if (div.pre_pass) p.division_device_bytes += 2 * input;
-      if (div.post_pass) p.division_device_bytes += 2 * shard * br;
-      in_flight.push_back(input);  // freed when the compute stream waits for its RS
-      grad_alive[ui] = false;
-      if (ahead == Lookahead::zero) retire(0);
-      if (ahead == Lookahead::one) retire(1);
 
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const uint64_t cast = plan.dtypes.reduce != plan.dtypes.accum ? shard * ba : 0;
@@ -150,7 +167,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           }
         }
         dev -= c.device_transient + shard * br;
-        const uint64_t keep = offload->kept_bytes(shard, plan.dtypes, n);  // out or its cast
+        const uint64_t keep = offload->kept_bytes(shard, plan.dtypes);  // out or its cast
         dev += keep;
         kept += keep;
         if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
@@ -162,6 +179,14 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     kept = 0;
   }
   for (uint32_t u = 0; u < units; ++u) {
+    if (in_place && !offload->offloaded() && grad_alive[u]) {  // the gradient is the saved shard
+      const uint64_t padded = padded_numel(plan.layout.units[u].numel, n);
+      if (!held[u] && bg != ba) {
+        dev += padded * ba;
+        bump();
+      }
+      saved[u] = {true, MemSpace::device, padded / n};
+    }
     if (div.at_end && saved[u].present)
       (saved[u].space == MemSpace::pinned_host ? p.division_host_bytes : p.division_device_bytes) +=
           2 * saved[u].numel * ba;

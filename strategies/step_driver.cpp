@@ -117,7 +117,28 @@ void StepDriver::join_anyway(UnitGrad& u, Buffer& in, Buffer& out) {
   }
 }
 
+void StepDriver::sync_in_place(UnitGrad& u, int mb) {
+  // Only at world size 1, so there is no collective to join: a failed rank just stops here.
+  if (!pending_error_.empty() || !u.grad) return;
+  try {
+    nvtx::PhaseRange r(Phase::accumulate, u.grad.bytes(), be_.rank());
+    be_.wait(Stream::comm, be_.record(Stream::compute));  // FSDP1's post-backward stream
+    strategy_.before_reduce_scatter(be_, u.grad);
+    strategy_.after_reduce_scatter(be_, u.grad);
+    if (strategy_.offloaded()) {
+      strategy_.accumulate(be_, u, std::move(u.grad), mb, mb == plan_.schedule.k() - 1);
+      return;
+    }
+    if (Buffer cast = detail::cast_to_accum(be_, u.grad, plan_.dtypes.accum))
+      u.grad = std::move(cast);
+    be_.wait(Stream::compute, be_.record(Stream::comm));  // the next backward adds into it
+  } catch (const std::exception& e) {
+    if (pending_error_.empty()) pending_error_ = e.what();
+  }
+}
+
 void StepDriver::sync(UnitGrad& u, int mb) {
+  if (strategy_.copy_in().in_place(be_.world_size())) return sync_in_place(u, mb);
   const Lookahead ahead = strategy_.lookahead();
   const CopyIn& copy_in = strategy_.copy_in();
   Buffer in;  // with a copy-in, the reduce-scatter's own input; else it reads u.grad
@@ -221,9 +242,17 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
         }
       }
     }
+    // In place without offload (NO_SHARD): the gradient is the saved shard, cast as at a sync.
+    const bool in_place = strategy_.copy_in().in_place(be_.world_size()) && !strategy_.offloaded();
+    if (in_place) be_.wait(Stream::comm, be_.record(Stream::compute));  // after a last `n` too
     for (UnitGrad& u : units_) {
       nvtx::PhaseRange r(Phase::finalize, u.saved ? u.saved.bytes() : 0, be_.rank());
       try {
+        if (in_place && u.grad && pending_error_.empty()) {
+          Buffer cast = detail::cast_to_accum(be_, u.grad, plan_.dtypes.accum);
+          u.saved = cast ? std::move(cast) : std::move(u.grad);
+          u.grad.reset();
+        }
         strategy_.finalize(be_, u);
       } catch (const std::exception& e) {
         if (pending_error_.empty()) pending_error_ = e.what();

@@ -38,6 +38,11 @@ class StepDriver {
   /// The GEMMs (--backward gemm) and the generator into u.grad (grad dtype).
   void backward_pass(UnitGrad& u, uint32_t step, int mb, bool accumulate);
   void sync(UnitGrad& u, int mb);
+  /// A sync without a reduce-scatter (CopyIn::in_place: FSDP1's NO_SHARD at world size 1): the
+  /// division's passes on the gradient itself, then, with offload, the gradient goes where a
+  /// reduce-scatter's output would; without, it stays (cast to the accum dtype, as FSDP1's
+  /// _cast_grad_to_param_dtype) for the next backward to add into.
+  void sync_in_place(UnitGrad& u, int mb);
   /// With a pending error: scratch for a missing input (`in` with a copy-in, else u.grad) or
   /// output so that this rank still joins the collective; throws AccumulationError at once when
   /// even that allocation fails.

@@ -21,4 +21,8 @@ bool copy_in_separate(std::string_view name) {
   return CopyInRegistry::get().make(name, AxisArgs{})->separate_input();
 }
 
+bool copy_in_in_place(std::string_view name, int world_size) {
+  return CopyInRegistry::get().make(name, AxisArgs{})->in_place(world_size);
+}
+
 }  // namespace shardaccum

@@ -13,8 +13,9 @@
 //    current_stream().synchronize() after wait_stream(post_backward_stream));
 //  - G5: at world size 1 FSDP1 runs NO_SHARD (_init_utils.py 426-437): the copy is blocking (the
 //    host waits for it right after issuing it, _runtime_utils.py 984), and no _saved_grad_shard is
-//    kept (_reduce_grad_no_shard 932-941). The suite still issues its reduce-scatter (a copy at
-//    N=1).
+//    kept (_reduce_grad_no_shard 932-941): the device gradient itself is what stays until
+//    _post_backward_final_callback points .grad at _cpu_grad (prepare_gradient_for_optim). With
+//    copy-in `no-shard` (the preset's) `out` is that gradient; with `none`, a reduce-scatter copy.
 // Per S: D2H shard*b_a; H2D nothing (as `copy`).
 #include "strategies/offload/offload_policy.hpp"
 
@@ -33,11 +34,10 @@ class CopyFsdp1 final : public OffloadPolicy {
     if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
       u.saved = be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::comm);
     be.copy(u.saved, src, Stream::comm);  // after the reduce-scatter on its stream: no event
-    if (be.world_size() == 1) {
-      be.host_wait(be.record(Stream::comm));  // NO_SHARD: a blocking copy
-      return;                                 // and src is freed now
-    }
-    u.kept = std::move(src);  // _saved_grad_shard, until end_backward
+    if (be.world_size() == 1) be.host_wait(be.record(Stream::comm));  // NO_SHARD: blocking
+    // _saved_grad_shard (or, under NO_SHARD, flat_param.grad itself: copy-in no-shard) stays on
+    // the device until end_backward.
+    u.kept = std::move(src);
   }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
@@ -50,8 +50,8 @@ class CopyFsdp1 final : public OffloadPolicy {
     return predicted_start(shard_numel, t);
   }
 
-  uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t, int world_size) const override {
-    return world_size == 1 ? 0 : shard_numel * dtype_bytes(t.accum);
+  uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t) const override {
+    return shard_numel * dtype_bytes(t.accum);
   }
 
   void end_backward(RankBackend& be, std::span<UnitGrad> units) const override {
@@ -67,8 +67,7 @@ SHARDACCUM_REGISTER_VALUE(
     {.name = "copy-fsdp1",
      .description = "FSDP1's CPU offload: D2H out over the saved shard on the reduce-scatter's "
                     "stream (wrong by design), the device shard kept until the micro-batch's end, "
-                    "the host synchronised then; at world size 1 (NO_SHARD) a blocking copy and "
-                    "nothing kept",
+                    "the host synchronised then; at world size 1 (NO_SHARD) a blocking copy",
      .follows = "torch/distributed/fsdp/_runtime_utils.py _offload_grad 969-991, "
                 "_accumulate_sharded_grad 921-927, _post_backward_final_callback 1084-1117; "
                 "_init_utils.py 426-437 (NO_SHARD at world size 1); pytorch#73784",

@@ -68,9 +68,9 @@ class OffloadPolicy {
   }
 
   /// The device bytes of one sync's shard kept alive (UnitGrad::kept) until the end of its backward
-  /// micro-batch at world size `world_size`, for the model's peak. Default 0: freed after its copy.
-  virtual uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t, int world_size) const {
-    (void)shard_numel, (void)t, (void)world_size;
+  /// micro-batch, for the model's peak. Default 0: freed after its copy.
+  virtual uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t) const {
+    (void)shard_numel, (void)t;
     return 0;
   }
   /// The end of a backward micro-batch with syncs, after the compute stream has waited for every

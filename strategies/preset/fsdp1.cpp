@@ -1,7 +1,8 @@
 // Preset `fsdp1`: PyTorch FSDP1 with CPUOffload: checked add, shape tracking, FSDP1's offload
 // (`copy-fsdp1`: the saved shard overwritten by each sync, pytorch#73784, the D2H on the
 // reduce-scatter's stream, the device shard kept and the host synchronised at the backward's end,
-// a blocking copy at world size 1) and its pre/post division (docs/PRESETS.md D2, G1-G5).
+// a blocking copy at world size 1) and its pre/post division (docs/PRESETS.md D2, G1-G5); at world
+// size 1 NO_SHARD's in-place gradient (copy-in `no-shard`).
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
@@ -10,9 +11,12 @@ SHARDACCUM_REGISTER_PRESET(
     Fsdp1,
     {.name = "fsdp1",
      .description =
-         "checked add, shape tracking, FSDP1's D2H over the saved shard, pre/post division",
+         "checked add, shape tracking, FSDP1's D2H over the saved shard, pre/post division; "
+         "NO_SHARD at world size 1",
      .follows = "PyTorch FSDP1 FullyShardedDataParallel with CPUOffload(offload_params=True)",
-     .spec = {"data-free", "copy-fsdp1", "shape", "pre-post"},
+     // Copy-in no-shard: at world size 1 FSDP1 is NO_SHARD (no reduce-scatter, the gradient
+     // itself offloaded); the lookahead is the one of FULL_SHARD's reduce-scatters.
+     .spec = {"data-free", "copy-fsdp1", "shape", "pre-post", std::nullopt, "no-shard"},
      .order = 20,
      // FSDP1 _post_backward_hook issues the reduce-scatter on its post-backward stream without a
      // per-unit wait; _post_backward_final_callback makes the compute stream wait at the end.

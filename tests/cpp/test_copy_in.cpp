@@ -178,9 +178,10 @@ std::string refusal(const std::vector<std::string>& args) {
 TEST(CopyIn, CliProductAndRefusals) {
   // --copy-in applies to every strategy, presets too; the name carries it.
   const auto both = cases_of({"--preset", "fsdp2", "--copy-in", "all", "--schedule", "nnnS"});
-  ASSERT_EQ(both.size(), 2u);
+  ASSERT_EQ(both.size(), 3u);
   EXPECT_EQ(both[0].strategy.copy_in, "none");
   EXPECT_EQ(both[1].strategy.copy_in, "chunk-cat");
+  EXPECT_EQ(both[2].strategy.copy_in, "no-shard");
   EXPECT_NE(both[1].name().find("/copy-in:chunk-cat/"), std::string::npos) << both[1].name();
   // --dtype all leaves bf16-fp32-fp32 out where there is no copy-in, keeps it where there is.
   size_t uncast = 0, cast = 0;
