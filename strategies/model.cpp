@@ -56,7 +56,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one shard alive at a time
       dev += param_shard(ui);
       bump();
-      dev -= param_shard(ui);
+      if (!in_place) dev -= param_shard(ui);  // NO_SHARD: kept until the unit's backward
       p.param_h2d_bytes += param_shard(ui);
     }
     for (size_t ui = units; ui-- > 0;) {
@@ -75,7 +75,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         dev += param_shard(ui - 1);
         bump();
       }
-      dev -= param_shard(ui);
+      dev -= param_shard(ui) * (in_place ? 2 : 1);  // and the forward's copy (NO_SHARD)
       if (held[ui]) dev -= padded * bg;
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {

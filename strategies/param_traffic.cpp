@@ -22,7 +22,11 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
     for (const UnitGrad& u : units)
       host_[u.index] = be.allocate(MemSpace::pinned_host, param_, u.shard, Stream::h2d);
   }
-  for (const UnitGrad& u : units) fetch(be, u).reset();  // forward order: first unit first
+  if (keep_forward_) forward_.resize(units.size());
+  for (const UnitGrad& u : units) {  // forward order: first unit first
+    Buffer copy = fetch(be, u);
+    if (keep_forward_) forward_[u.index] = std::move(copy);
+  }
 }
 
 Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {

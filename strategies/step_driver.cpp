@@ -14,7 +14,8 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
       strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes,
                 plan.host_threads),
       dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())),
-      params_(plan.param_traffic, plan.dtypes.grad) {
+      params_(plan.param_traffic, plan.dtypes.grad,
+              copy_in_in_place(plan.strategy.copy_in, be.world_size())) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -69,6 +70,7 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   // gradient is synced (a host that then blocks on a D2H has issued them already).
   if (u.index > 0) params_.prefetch(be_, units_[u.index - 1]);
   params.reset();
+  params_.after_backward(u);
   if (held) {
     be_.add(held, u.grad, MemSpace::device, Stream::compute);
     u.grad = std::move(held);

@@ -89,6 +89,31 @@ TEST(NoShard, WithOffloadTheGradientIsTheCopysSource) {
   }
 }
 
+// --param-traffic on: NO_SHARD's forward copies stay on the device until each unit's backward
+// (autograd's saved views; NO_SHARD frees no storage at reshard), so the first backward sees every
+// unit's parameters at once; through a reduce-scatter (FULL_SHARD) at most the backward's copy and
+// the prefetched one are.
+TEST(NoShard, ParameterCopiesOfTheForwardKeptUntilTheUnitsBackward) {
+  auto be = make_host_backend({1, 1});
+  const Layout layout = make_layout({4096, 1009, 777, 64});
+  uint64_t params = 0;
+  for (const auto& u : layout.units) params += padded_numel(u.numel, 1) * 4;
+  for (const char* copy_in : {"no-shard", "none"}) {
+    SCOPED_TRACE(copy_in);
+    CasePlan on = plan_of(layout, "nnnS", "copy-fsdp1", copy_in, "fp32-fp32-fp32");
+    on.param_traffic = true;
+    const auto with = run_two_steps(*be, on);
+    const auto without =
+        run_two_steps(*be, plan_of(layout, "nnnS", "copy-fsdp1", copy_in, "fp32-fp32-fp32"));
+    expect_bytes_and_peaks_of_the_model(with);
+    const uint64_t extra = with.measured.peak_device_bytes - without.measured.peak_device_bytes;
+    if (std::string(copy_in) == "no-shard")
+      EXPECT_GE(extra, params);
+    else
+      EXPECT_LT(extra, params);
+  }
+}
+
 TEST(NoShard, AtWorldsTwoAndFourTheSameAsNone) {
   for (const int world : {2, 4}) {
     auto be = make_host_backend({world, 1});
@@ -96,8 +121,10 @@ TEST(NoShard, AtWorldsTwoAndFourTheSameAsNone) {
     for (const char* offload : {"none", "copy-fsdp1"})
       for (const char* sched : kSchedules) {
         SCOPED_TRACE(std::string(offload) + " " + sched + " world " + std::to_string(world));
-        const auto o = run_two_steps(*be, plan_of(layout, sched, offload, "no-shard", "fp32-fp32-fp32"));
-        const auto n = run_two_steps(*be, plan_of(layout, sched, offload, "none", "fp32-fp32-fp32"));
+        const auto o =
+            run_two_steps(*be, plan_of(layout, sched, offload, "no-shard", "fp32-fp32-fp32"));
+        const auto n =
+            run_two_steps(*be, plan_of(layout, sched, offload, "none", "fp32-fp32-fp32"));
         EXPECT_EQ(o.correct, n.correct);
         EXPECT_EQ(o.measured.reduce_scatter_calls, n.measured.reduce_scatter_calls);
         EXPECT_EQ(o.measured.nccl_input_bytes, n.measured.nccl_input_bytes);
