@@ -11,7 +11,8 @@ std::string CaseSpec::name() const {
   return "accum/model:" + layout->name + "/world:" + std::to_string(world_size) +
          "/schedule:" + schedule.modes + "/" + strategy.name() + "/dtype:" + dtypes.name() +
          (backward == Backward::gemm ? "/backward:gemm-T" + std::to_string(tokens) : "") +
-         (param_traffic ? "/param-traffic:on" : "");
+         (param_traffic ? "/param-traffic:on" : "") +
+         (autograd_accumulation ? "/grad-accumulation:autograd" : "");
 }
 
 bool offloads_params(const StrategySpec& st) {
@@ -19,8 +20,13 @@ bool offloads_params(const StrategySpec& st) {
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout,  schedule, strategy, dtypes,      gen,          seed,         name(),
-                  backward, tokens,   tf32,     chunk_bytes, host_threads, param_traffic};
+  return CasePlan{*layout,       schedule,
+                  strategy,      dtypes,
+                  gen,           seed,
+                  name(),        backward,
+                  tokens,        tf32,
+                  chunk_bytes,   host_threads,
+                  param_traffic, autograd_accumulation};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -33,8 +39,8 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
           for (const auto& sc : a.schedules)
             // Without offload the parameters stay on the GPU: the case is as off, and so its name.
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
-                             a.chunk_bytes, a.host_threads,
-                             a.param_traffic && offloads_params(st)});
+                             a.chunk_bytes, a.host_threads, a.param_traffic && offloads_params(st),
+                             a.autograd_accumulation});
         }
   return cases;
 }

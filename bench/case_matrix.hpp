@@ -29,6 +29,7 @@ struct MatrixAxes {
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
   int host_threads = 0;                       // --host-threads (cpu-add-pageable)
   bool param_traffic = false;  // --param-traffic on (kept by the offloaded strategies' cases)
+  bool autograd_accumulation = false;  // --grad-accumulation autograd
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -49,10 +50,13 @@ struct CaseSpec {
   int host_threads = 0;                       // --host-threads: not in the name (one per run)
   /// --param-traffic on; only ever true for an offloaded strategy (offloads_params).
   bool param_traffic = false;
+  /// --grad-accumulation autograd (CasePlan::autograd_accumulation).
+  bool autograd_accumulation = false;
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
-  /// were), then `/param-traffic:on` with param_traffic only (names without it stay as they were).
+  /// were), then `/param-traffic:on` with param_traffic only (names without it stay as they were),
+  /// then `/grad-accumulation:autograd` with autograd_accumulation only.
   std::string name() const;
   CasePlan plan() const;
 };

@@ -284,6 +284,13 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "and its backward (FSDP's CPU offload; param_h2d_bytes, case name "
                  "/param-traffic:on); off: none. Strategies without offload ignore it")
       ->capture_default_str();
+  app.add_option("--grad-accumulation", o.grad_accumulation,
+                 "in-place: a backward after an n micro-batch accumulates straight into the "
+                 "unit's gradient (fused, as Megatron's gradient_accumulation_fusion); autograd: "
+                 "it writes a fresh gradient, adds it in and frees it, as autograd's "
+                 "AccumulateGrad does under FSDP1 and FSDP2 (one gradient more at the peak, one "
+                 "add more; case name /grad-accumulation:autograd)")
+      ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
                  "(slows NCCL "
@@ -381,6 +388,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                    "--backward gemm or leave it out");
   if (o.param_traffic != "on" && o.param_traffic != "off")
     throw CliError("--param-traffic '" + o.param_traffic + "': expected on or off");
+  if (o.grad_accumulation != "in-place" && o.grad_accumulation != "autograd")
+    throw CliError("--grad-accumulation '" + o.grad_accumulation +
+                   "': expected in-place or autograd");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

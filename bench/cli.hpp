@@ -37,6 +37,8 @@ struct BenchOptions {
   int host_threads = 0;  // --host-threads: cpu-add-pageable's CPU add threads; 0: the rank's share
   /// --param-traffic: "off" or "on" (the offloaded strategies' parameter H2D, ParamTraffic).
   std::string param_traffic = "off";
+  /// --grad-accumulation: "in-place" or "autograd" (CasePlan::autograd_accumulation).
+  std::string grad_accumulation = "in-place";
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit

@@ -228,6 +228,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.chunk_bytes = o.chunk_bytes;
   a.host_threads = o.host_threads;
   a.param_traffic = o.param_traffic == "on";
+  a.autograd_accumulation = o.grad_accumulation == "autograd";
   // On applies to offloaded strategies only (CaseSpec); a run with none of them would run nothing
   // it asked for.
   if (a.param_traffic && std::none_of(a.strategies.begin(), a.strategies.end(),

@@ -235,12 +235,13 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
   validsuite)
     # #16: the presets on the real systems' workload (bench/real/run.py's defaults here: seed 23130,
     # 1 warm-up + 2 measured steps), with the parameters' copies (--param-traffic on) as FSDP's offload
-    # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none.
+    # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none;
+    # every case accumulates as autograd does (--grad-accumulation autograd), as the real systems do.
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
     V=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
-       --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json)
+       --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json --grad-accumulation autograd)
     # VALID_TOKENS=T: the backward of T tokens of GEMMs on both sides (the real runner's --tokens T).
     [[ "${VALID_TOKENS:-0}" != 0 ]] && V+=(--backward gemm --tokens "$VALID_TOKENS")
     for run in fsdp2 fsdp1 fsdp2-none fsdp1-none; do

@@ -70,8 +70,10 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       // The generator writes the gradient, and reads it too when it accumulates (after an n).
       // The copy-in's converts and adds run on the compute stream in series with it: counted
       // here as the backend counts them (src + dst per convert, src + 2 * dst per add).
-      w.backward_device += padded * bg * (grad_alive[ui] && !held[ui] ? 2 : 1);
-      if (held[ui]) w.backward_device += padded * (bg + 2 * held[ui]);  // held += fresh gradient
+      const uint64_t into =
+          held[ui] ? held[ui] : (plan.autograd_accumulation && grad_alive[ui] ? bg : 0);
+      w.backward_device += padded * bg * (grad_alive[ui] && !into ? 2 : 1);
+      if (into) w.backward_device += padded * (bg + 2 * into);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
       if (plan.backward == Backward::gemm)
         w.flops += gemm_flops(plan.layout.units[ui], plan.tokens);

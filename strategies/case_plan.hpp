@@ -34,6 +34,12 @@ struct CasePlan {
   /// --param-traffic on, for an offloaded strategy (CaseSpec keeps it off for the others): each
   /// unit's parameter shard copied H2D before its forward and its backward (ParamTraffic).
   bool param_traffic = false;
+  /// --grad-accumulation autograd: a backward after an `n` writes a fresh gradient and adds it into
+  /// the unit's gradient, which it then frees (autograd's AccumulateGrad: `variable.grad +=
+  /// new_grad`, torch/csrc/autograd/functions/accumulate_grad.h), as FSDP1 and FSDP2 accumulate;
+  /// false (in-place): the backward accumulates straight into it (a fused accumulation, Megatron's
+  /// gradient_accumulation_fusion).
+  bool autograd_accumulation = false;
 };
 
 }  // namespace shardaccum

@@ -36,6 +36,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     return plan.param_traffic ? padded_numel(plan.layout.units[ui].numel, n) / n * bp : 0;
   };
   for (size_t ui = 0; ui < units; ++ui) pinned += param_shard(ui);
+  // NO_SHARD (ParamTraffic's `resident`): one device copy of every unit's parameters left by the
+  // step before, each replaced by a new one at its forward and its backward.
+  if (in_place)
+    for (size_t ui = 0; ui < units; ++ui) dev += param_shard(ui);
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
   uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
@@ -56,7 +60,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one shard alive at a time
       dev += param_shard(ui);
       bump();
-      if (!in_place) dev -= param_shard(ui);  // NO_SHARD: kept until the unit's backward
+      dev -= param_shard(ui);  // freed, or (NO_SHARD) the copy it replaces is
       p.param_h2d_bytes += param_shard(ui);
     }
     for (size_t ui = units; ui-- > 0;) {
@@ -68,15 +72,17 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       // prefetch, but for the first unit of the backward), freed once the backward is issued.
       if (ui + 1 == units) dev += param_shard(ui);
       p.param_h2d_bytes += param_shard(ui);
-      // A fresh grad-dtype gradient, or one that a held reduce-dtype gradient takes in and frees.
-      if (!grad_alive[ui] || held[ui]) dev += padded * bg;
+      // A fresh grad-dtype gradient, or one that a held gradient (reduce or accum dtype, or any
+      // under --grad-accumulation autograd) takes in and frees.
+      const bool fresh = held[ui] || (plan.autograd_accumulation && grad_alive[ui]);
+      if (!grad_alive[ui] || fresh) dev += padded * bg;
       bump();
       if (ui > 0) {  // the next unit's prefetch, issued before this one's copy is freed
         dev += param_shard(ui - 1);
         bump();
       }
-      dev -= param_shard(ui) * (in_place ? 2 : 1);  // and the forward's copy (NO_SHARD)
-      if (held[ui]) dev -= padded * bg;
+      dev -= param_shard(ui);  // freed, or (NO_SHARD) the forward's copy it replaces is
+      if (fresh) dev -= padded * bg;
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {
         if (copy_in && bg != br && !held[ui]) {  // CopyIn::hold_no_sync's converted copy

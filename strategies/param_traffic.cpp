@@ -22,10 +22,10 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
     for (const UnitGrad& u : units)
       host_[u.index] = be.allocate(MemSpace::pinned_host, param_, u.shard, Stream::h2d);
   }
-  if (keep_forward_) forward_.resize(units.size());
+  if (resident_) on_device_.resize(units.size());
   for (const UnitGrad& u : units) {  // forward order: first unit first
     Buffer copy = fetch(be, u);
-    if (keep_forward_) forward_[u.index] = std::move(copy);
+    if (resident_) on_device_[u.index] = std::move(copy);  // the previous copy is freed now
   }
 }
 
@@ -37,6 +37,12 @@ Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
   }
   next_.reset();  // a prefetch for another unit (a step cut short): never read
   return fetch(be, u);
+}
+
+void ParamTraffic::after_backward(const UnitGrad& u, Buffer& params) {
+  if (resident_ && params && u.index < on_device_.size())
+    on_device_[u.index] = std::move(params);  // the forward's copy is freed now
+  params.reset();
 }
 
 void ParamTraffic::prefetch(RankBackend& be, const UnitGrad& next) {

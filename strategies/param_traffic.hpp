@@ -17,17 +17,20 @@ namespace shardaccum {
 class ParamTraffic {
  public:
   /// `param` is the parameter dtype (the gradient dtype: b_param = dtype_bytes(grad)).
-  /// `keep_forward`: each unit's forward copy stays on the device until after its backward, as
-  /// under FSDP1's NO_SHARD with offload (copy-in no-shard at world size 1): its reshard only
-  /// points flat_param.data back at the CPU shard (_flat_param.py _use_sharded_flat_param) and
-  /// frees no storage, so the views autograd saved in the forward keep the device copy alive.
-  ParamTraffic(bool active, DType param, bool keep_forward = false)
-      : active_(active), keep_forward_(keep_forward), param_(param) {}
+  /// `resident`: each unit's latest device copy stays until its next copy replaces it, as under
+  /// FSDP1's NO_SHARD with offload (copy-in no-shard at world size 1): its reshard points
+  /// flat_param.data back at the CPU shard and frees no storage (_flat_param.py
+  /// _use_sharded_flat_param, _should_free_in_backward false for NO_SHARD), so the module's
+  /// parameter views (and autograd's saved ones) keep the last unshard's device tensor alive until
+  /// the next unshard makes a new one: one copy of every unit's parameters is always on the device.
+  ParamTraffic(bool active, DType param, bool resident = false)
+      : active_(active), resident_(resident), param_(param) {}
   bool active() const { return active_; }
   /// The forward of one micro-batch, modelled as a copy phase at its start (the suite runs no
   /// forward compute): for each unit, first to last, its shard P_u/N is copied on the h2d stream
   /// into a fresh device buffer, the compute stream waits for it (the forward would read it), and
-  /// the buffer is freed (reshard after forward), or with keep_forward held until after_backward.
+  /// the buffer is freed (reshard after forward), or with `resident` kept in place of the unit's
+  /// previous copy (freed only now).
   /// Allocates the pinned host shards at the first
   /// call (once per case: FSDP's CPU-resident parameters, in the pinned peak).
   void forward(RankBackend& be, const std::vector<UnitGrad>& units);
@@ -44,15 +47,14 @@ class ParamTraffic {
   /// reduce and offload); FSDP2 _fsdp_param_group.py FSDPParamGroup.pre_backward prefetching
   /// the next group's all-gather. One unit's shard more is alive on the device meanwhile.
   void prefetch(RankBackend& be, const UnitGrad& next);
-  /// After unit u's backward is issued: with keep_forward, its forward copy is freed.
-  void after_backward(const UnitGrad& u) {
-    if (u.index < forward_.size()) forward_[u.index].reset();
-  }
+  /// After unit u's backward is issued, with the copy before_backward returned: freed, or with
+  /// `resident` kept in place of the forward's copy (which is freed now).
+  void after_backward(const UnitGrad& u, Buffer& params);
   /// Frees a prefetched copy that no backward will read (a step that failed before it) and the
-  /// forward copies still kept.
+  /// resident copies.
   void drop_prefetch() {
     next_.reset();
-    for (Buffer& b : forward_) b.reset();
+    for (Buffer& b : on_device_) b.reset();
   }
 
  private:
@@ -60,11 +62,11 @@ class ParamTraffic {
   Buffer issue(RankBackend& be, const UnitGrad& u);
   Buffer fetch(RankBackend& be, const UnitGrad& u);
   bool active_;
-  bool keep_forward_;
+  bool resident_;
   DType param_;
-  std::vector<Buffer> forward_;  // keep_forward: per unit index, its forward copy
-  std::vector<Buffer> host_;     // per unit index: its sharded parameters, pinned, once per case
-  Buffer next_;                  // prefetch()'s copy, for the unit next_unit_
+  std::vector<Buffer> on_device_;  // `resident`: per unit index, its latest device copy
+  std::vector<Buffer> host_;       // per unit index: its sharded parameters, pinned, once per case
+  Buffer next_;                    // prefetch()'s copy, for the unit next_unit_
   uint32_t next_unit_ = 0;
   Event next_copied_;  // recorded on the h2d stream after next_'s copy
 };

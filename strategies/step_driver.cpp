@@ -57,8 +57,10 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   // A no-sync gradient held in the reduce dtype (copy-in chunk-cat): the backward writes a fresh
   // grad-dtype gradient that is added into it and freed (FSDP2
   // accumulate_unsharded_grad_if_needed).
+  // Likewise any gradient under --grad-accumulation autograd (AccumulateGrad's `grad += new_grad`).
   Buffer held;
-  if (u.grad && u.grad.dtype() != plan_.dtypes.grad) held = std::move(u.grad);
+  if (u.grad && (u.grad.dtype() != plan_.dtypes.grad || plan_.autograd_accumulation))
+    held = std::move(u.grad);
   const bool accumulate = static_cast<bool>(u.grad);  // grad += g(mb) after an n, else grad = g(mb)
   // --param-traffic on: the unit's parameters copied in before its gradient is allocated, freed
   // once its backward is issued (FSDP reshards after the backward).
@@ -69,8 +71,7 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   // FSDP's backward prefetch: the next unit's parameters are on their way before this unit's
   // gradient is synced (a host that then blocks on a D2H has issued them already).
   if (u.index > 0) params_.prefetch(be_, units_[u.index - 1]);
-  params.reset();
-  params_.after_backward(u);
+  params_.after_backward(u, params);
   if (held) {
     be_.add(held, u.grad, MemSpace::device, Stream::compute);
     u.grad = std::move(held);

@@ -18,6 +18,7 @@ from .registry import Registry
 
 NO_PRESET_CASE = "no preset case in the inputs"
 PARAM_TRAFFIC = "param-traffic"
+GRAD_ACCUMULATION = "grad-accumulation"
 
 
 @dataclass
@@ -60,12 +61,13 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
 
 def normalised(key: CaseKey) -> CaseKey:
     """A suite case's key as preset_key builds one from a real case, so that the two compare equal:
-    the name parts in one order; `param-traffic` and `lookahead` dropped (a real system's parameters
-    always move, and its lookahead is its own, the preset's); `backward:gemm-TN` read as the real
+    the name parts in one order; `param-traffic`, `grad-accumulation` and `lookahead` dropped (a real
+    system's parameters always move, autograd accumulates its gradients, and its lookahead is its own,
+    the preset's); `backward:gemm-TN` read as the real
     runner's `tokens:N` (both are N tokens of GEMMs, bench/real/README.md)."""
     extra = []
     for k, v in key.extra:
-        if k in (PARAM_TRAFFIC, "lookahead"):
+        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, "lookahead"):
             continue
         if k == "backward" and v.startswith("gemm-T"):
             k, v = "tokens", v[len("gemm-T"):]
@@ -74,12 +76,17 @@ def normalised(key: CaseKey) -> CaseKey:
 
 
 def suite_index(suite: Run) -> dict[CaseKey, Case]:
-    """The suite's cases by normalised key; where one case ran with and without parameter traffic, the
-    one with it (what a real system does: its parameters always move under offload)."""
+    """The suite's cases by normalised key; where one case ran in several of these ways, the one with
+    parameter traffic and then with autograd's accumulation (what a real system does: its parameters
+    always move under offload, and autograd adds each fresh gradient)."""
+    def realism(case: Case) -> tuple[bool, bool]:
+        extra = dict(case.key.extra)
+        return extra.get(PARAM_TRAFFIC) == "on", extra.get(GRAD_ACCUMULATION) == "autograd"
+
     index: dict[CaseKey, Case] = {}
     for case in suite.cases:
         key = normalised(case.key)
-        if key not in index or dict(case.key.extra).get(PARAM_TRAFFIC) == "on":
+        if key not in index or realism(case) > realism(index[key]):
             index[key] = case
     return index
 

@@ -89,11 +89,11 @@ TEST(NoShard, WithOffloadTheGradientIsTheCopysSource) {
   }
 }
 
-// --param-traffic on: NO_SHARD's forward copies stay on the device until each unit's backward
-// (autograd's saved views; NO_SHARD frees no storage at reshard), so the first backward sees every
-// unit's parameters at once; through a reduce-scatter (FULL_SHARD) at most the backward's copy and
-// the prefetched one are.
-TEST(NoShard, ParameterCopiesOfTheForwardKeptUntilTheUnitsBackward) {
+// --param-traffic on: under NO_SHARD one device copy of every unit's parameters stays (the last
+// unshard's tensor, held by the module's views; NO_SHARD frees no storage at reshard), each
+// replaced by the next copy; through a reduce-scatter (FULL_SHARD) at most the backward's copy and
+// the prefetched one are alive.
+TEST(NoShard, OneCopyOfEveryUnitsParametersStaysOnTheDevice) {
   auto be = make_host_backend({1, 1});
   const Layout layout = make_layout({4096, 1009, 777, 64});
   uint64_t params = 0;

@@ -167,3 +167,21 @@ def test_a_b_row_outside_by_more_than_its_spread_is_not_marked(tmp_path, monkeyp
     b = rows[("SSSS/offload:none", "accum_cost_b_ms")]
     assert not b.passes and b.spread == pytest.approx(0.2) and not b.within_spread
     assert b.real_gpu_b is None  # no gpu_busy_ms in these real runs
+
+
+def test_the_suite_case_with_autograds_accumulation_stands_beside_the_real_one(tmp_path):
+    """A suite run with and without --grad-accumulation autograd: the real system accumulates as
+    autograd does, so its rows are read from the autograd cases (pairing.suite_index)."""
+    real, suite = _docs(tmp_path)
+    doc = json.loads(suite.read_text())
+    autograd = [dict(b, name=b["name"] + "/grad-accumulation:autograd", run_name=b["name"] + "/grad-accumulation:autograd",
+                     real_time=b["real_time"] + 1.0, step_ms=b["step_ms"] + 1.0, peak_device_bytes=b["peak_device_bytes"] + 7)
+                for b in doc["benchmarks"]]
+    doc["benchmarks"] = autograd[:2] + doc["benchmarks"] + autograd[2:]  # either order
+    write_doc(doc, suite)
+    s, r = load_inputs([real, suite])
+    rows, left = rows_of(r, s)
+    assert left == [] and rows
+    assert all(row.preset_case.endswith("/grad-accumulation:autograd") for row in rows)
+    peak = next(row for row in rows if row.figure == "peak_device_delta_bytes" and "SSSS/offload:cpu" in row.case)
+    assert peak.suite == (100 + 7) - (5000 + 7 + 1000)
