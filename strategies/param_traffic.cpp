@@ -40,8 +40,10 @@ Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
 }
 
 void ParamTraffic::after_backward(const UnitGrad& u, Buffer& params) {
-  if (resident_ && params && u.index < on_device_.size())
+  if (resident_ && params && u.index < on_device_.size()) {
     on_device_[u.index] = std::move(params);  // the forward's copy is freed now
+    return;
+  }
   params.reset();
 }
 
