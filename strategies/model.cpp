@@ -24,9 +24,11 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const bool copy_in = copy_in_separate(plan.strategy.copy_in);
   const bool in_place = copy_in_in_place(plan.strategy.copy_in, n);  // FSDP1's NO_SHARD
   std::vector<bool> grad_alive(units, false);
-  std::vector<bool> held(units, false);  // a no-sync gradient held in the reduce dtype (copy-in)
-  std::vector<SavedView> saved(units);   // what mode tracking may see of each unit's saved shard
-  uint64_t dev = 0, pinned = 0;          // bytes alive now
+  // A gradient held in another dtype than the grad's: a no-sync one in the reduce dtype (copy-in),
+  // or NO_SHARD's accumulator in the accum dtype after its first sync (in place).
+  std::vector<bool> held(units, false);
+  std::vector<SavedView> saved(units);  // what mode tracking may see of each unit's saved shard
+  uint64_t dev = 0, pinned = 0;         // bytes alive now
   // --backward gemm: the StepDriver's workspace, alive for the whole case (a constant term).
   if (plan.backward == Backward::gemm)
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
@@ -53,6 +55,16 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   auto bump = [&] {
     p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
     p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);
+  };
+  // NO_SHARD without offload: its gradient converted to the accum dtype, once (the converted copy
+  // beside it, then the grad-dtype one freed).
+  auto hold_in_accum = [&](size_t ui) {
+    if (held[ui] || bg == ba) return;
+    const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
+    dev += padded * ba;
+    bump();
+    dev -= padded * bg;
+    held[ui] = true;
   };
 
   for (int mb = 0; mb < plan.schedule.k(); ++mb) {
@@ -99,12 +111,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         if (div.pre_pass) p.division_device_bytes += 2 * grad_bytes;
         if (div.post_pass) p.division_device_bytes += 2 * grad_bytes;
         if (!offload->offloaded()) {  // it stays, cast to the accum dtype once
-          if (!held[ui] && bg != ba) {
-            dev += padded * ba;
-            bump();
-            dev -= padded * bg;
-            held[ui] = true;
-          }
+          hold_in_accum(ui);
           continue;
         }
         grad_alive[ui] = false;  // with offload it plays the output's part (its bytes: shard * br)
@@ -186,12 +193,8 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   }
   for (uint32_t u = 0; u < units; ++u) {
     if (in_place && !offload->offloaded() && grad_alive[u]) {  // the gradient is the saved shard
-      const uint64_t padded = padded_numel(plan.layout.units[u].numel, n);
-      if (!held[u] && bg != ba) {
-        dev += padded * ba;
-        bump();
-      }
-      saved[u] = {true, MemSpace::device, padded / n};
+      hold_in_accum(u);
+      saved[u] = {true, MemSpace::device, padded_numel(plan.layout.units[u].numel, n) / n};
     }
     if (div.at_end && saved[u].present)
       (saved[u].space == MemSpace::pinned_host ? p.division_host_bytes : p.division_device_bytes) +=

@@ -120,6 +120,10 @@ void StepDriver::join_anyway(UnitGrad& u, Buffer& in, Buffer& out) {
   }
 }
 
+void StepDriver::hold_in_accum(Buffer& grad) {
+  if (Buffer cast = detail::cast_to_accum(be_, grad, plan_.dtypes.accum)) grad = std::move(cast);
+}
+
 void StepDriver::sync_in_place(UnitGrad& u, int mb) {
   // Only at world size 1, so there is no collective to join: a failed rank just stops here.
   if (!pending_error_.empty() || !u.grad) return;
@@ -132,8 +136,7 @@ void StepDriver::sync_in_place(UnitGrad& u, int mb) {
       strategy_.accumulate(be_, u, std::move(u.grad), mb, mb == plan_.schedule.k() - 1);
       return;
     }
-    if (Buffer cast = detail::cast_to_accum(be_, u.grad, plan_.dtypes.accum))
-      u.grad = std::move(cast);
+    hold_in_accum(u.grad);
     be_.wait(Stream::compute, be_.record(Stream::comm));  // the next backward adds into it
   } catch (const std::exception& e) {
     if (pending_error_.empty()) pending_error_ = e.what();
@@ -252,9 +255,8 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
       nvtx::PhaseRange r(Phase::finalize, u.saved ? u.saved.bytes() : 0, be_.rank());
       try {
         if (in_place && u.grad && pending_error_.empty()) {
-          Buffer cast = detail::cast_to_accum(be_, u.grad, plan_.dtypes.accum);
-          u.saved = cast ? std::move(cast) : std::move(u.grad);
-          u.grad.reset();
+          hold_in_accum(u.grad);
+          u.saved = std::move(u.grad);
         }
         strategy_.finalize(be_, u);
       } catch (const std::exception& e) {

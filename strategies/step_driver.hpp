@@ -43,6 +43,9 @@ class StepDriver {
   /// reduce-scatter's output would; without, it stays (cast to the accum dtype, as FSDP1's
   /// _cast_grad_to_param_dtype) for the next backward to add into.
   void sync_in_place(UnitGrad& u, int mb);
+  /// `grad` replaced by its conversion to the accum dtype on the comm stream (FSDP1's
+  /// _cast_grad_to_param_dtype), when it is in another dtype.
+  void hold_in_accum(Buffer& grad);
   /// With a pending error: scratch for a missing input (`in` with a copy-in, else u.grad) or
   /// output so that this rank still joins the collective; throws AccumulationError at once when
   /// even that allocation fails.
