@@ -285,11 +285,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "/param-traffic:on); off: none. Strategies without offload ignore it")
       ->capture_default_str();
   app.add_option("--grad-accumulation", o.grad_accumulation,
-                 "in-place: a backward after an n micro-batch accumulates straight into the "
-                 "unit's gradient (fused, as Megatron's gradient_accumulation_fusion); autograd: "
-                 "it writes a fresh gradient, adds it in and frees it, as autograd's "
-                 "AccumulateGrad does under FSDP1 and FSDP2 (one gradient more at the peak, one "
-                 "add more; case name /grad-accumulation:autograd)")
+                 "in-place: a backward that adds into the unit's existing gradient (after an n "
+                 "micro-batch; under copy-in no-shard at world size 1 after any) writes straight "
+                 "into it (fused, as Megatron's gradient_accumulation_fusion); autograd: it writes "
+                 "a fresh gradient, adds it in and frees it, as autograd's AccumulateGrad does "
+                 "under FSDP1 and FSDP2 (one gradient more at the peak, one add more; case name "
+                 "/grad-accumulation:autograd)")
       ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "

@@ -35,11 +35,8 @@ std::string StrategySpec::name() const {
 }
 
 Lookahead StrategySpec::default_lookahead() const {
-  for (const PresetInfo& p : PresetRegistry::get().entries())
-    if (p.spec.binding == binding && p.spec.offload == offload && p.spec.mode == mode &&
-        p.spec.division == division && p.spec.copy_in == copy_in)
-      return p.lookahead;
-  return Lookahead::one;
+  const PresetInfo* p = PresetRegistry::get().of(*this);
+  return p ? p->lookahead : Lookahead::one;
 }
 
 void validate(const StrategySpec& s) {

@@ -52,8 +52,8 @@ struct StrategySpec {
   /// leaves names, filters and compare baselines as they were, and one run's cases at one chosen
   /// lookahead share the segment.
   std::string name() const;
-  /// The registered lookahead of the preset with these four axis values (strategies/preset/), else
-  /// Lookahead::one, so that one case name always means one behaviour.
+  /// The registered lookahead of the preset with these four axis values, whatever the copy-in
+  /// (PresetRegistry::of), else Lookahead::one, so that one case name always means one behaviour.
   Lookahead default_lookahead() const;
   /// `lookahead` if given, else default_lookahead().
   Lookahead effective_lookahead() const { return lookahead ? *lookahead : default_lookahead(); }

@@ -35,7 +35,9 @@ const PresetInfo* PresetRegistry::find(std::string_view name) const {
 
 const PresetInfo* PresetRegistry::of(const StrategySpec& s) const {
   for (const PresetInfo& p : entries_)
-    if (p.spec == s) return &p;
+    if (p.spec.binding == s.binding && p.spec.offload == s.offload && p.spec.mode == s.mode &&
+        p.spec.division == s.division)
+      return &p;
   return nullptr;
 }
 

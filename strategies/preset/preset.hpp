@@ -33,7 +33,10 @@ class PresetRegistry {
   const std::vector<PresetInfo>& entries() const { return entries_; }
   std::vector<std::string> names() const;
   const PresetInfo* find(std::string_view name) const;
-  /// The preset whose strategy is `s`, or null.
+  /// The preset whose binding, offload, mode and division `s` has, whatever its copy-in and
+  /// lookahead, or null: the system a combination follows, so that `--copy-in` changes neither
+  /// its default lookahead nor which of its schedules are left out. No two presets share those
+  /// four values (a test checks it).
   const PresetInfo* of(const StrategySpec& s) const;
 
  private:

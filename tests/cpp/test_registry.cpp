@@ -83,12 +83,21 @@ TEST(Registry, AValueRegisteredTwiceIsRefused) {
 }
 
 TEST(Registry, PresetsNameRegisteredValuesAndAreToldApart) {
-  std::set<std::string> specs;
+  std::set<std::string> axes;  // binding, offload, mode, division: what PresetRegistry::of reads
   for (const PresetInfo& p : PresetRegistry::get().entries()) {
     EXPECT_NO_THROW(validate(p.spec)) << p.name;
-    EXPECT_TRUE(specs.insert(p.spec.name()).second)
-        << p.name << " repeats another preset's strategy";
+    EXPECT_TRUE(axes.insert(p.spec.binding + "/" + p.spec.offload + "/" + p.spec.mode + "/" +
+                            p.spec.division)
+                    .second)
+        << p.name << " repeats another preset's four axis values";
     EXPECT_EQ(PresetRegistry::get().of(p.spec), &p);
+    // Another copy-in leaves the system it follows, so its lookahead and left-out schedules.
+    for (const std::string& c : CopyInRegistry::get().names()) {
+      StrategySpec s = p.spec;
+      s.copy_in = c;
+      EXPECT_EQ(PresetRegistry::get().of(s), &p) << p.name << " copy-in " << c;
+      EXPECT_EQ(s.default_lookahead(), p.lookahead) << p.name << " copy-in " << c;
+    }
     EXPECT_FALSE(p.follows.empty()) << p.name;
   }
 }
