@@ -8,19 +8,13 @@
 
 #include "bench/cli.hpp"
 #include "bench/cli_suggest.hpp"
+#include "cli_options_support.hpp"
 #include "strategies/default_matrix.hpp"
 
 namespace shardaccum {
 namespace {
 
-BenchOptions parsed(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return o;
-}
+using testing::parsed;
 
 /// The axes on a backend of `max_world` ranks; `gpu_world`: one GPU per rank (cuda, one process).
 MatrixAxes axes(const std::vector<std::string>& args, int max_world = 1024,

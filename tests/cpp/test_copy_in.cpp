@@ -5,12 +5,15 @@
 
 #include "bench/cli.hpp"
 #include "bench/run_setup.hpp"
+#include "cli_options_support.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/step_driver.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
 namespace {
+
+using testing::cases_of;
 
 using testing::design_says_correct;
 using testing::expect_bytes_and_peaks_of_the_model;
@@ -155,15 +158,6 @@ TEST(CopyIn, GradNotReduceWithoutCopyInIsRefusedBeforeAnyWork) {
   EXPECT_NE(msg.find("--copy-in chunk-cat"), std::string::npos) << msg;
   EXPECT_THROW(parse_dtype_triple("fp32-bf16-fp32"), std::invalid_argument);
   EXPECT_THROW(parse_dtype_triple("bf16-fp32-bf16"), std::invalid_argument);
-}
-
-std::vector<CaseSpec> cases_of(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return build_matrix(resolve_axes(o, "uniform:2x4", 2, 1024, false));
 }
 
 std::string refusal(const std::vector<std::string>& args) {

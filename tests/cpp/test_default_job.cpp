@@ -10,18 +10,10 @@
 #include "bench/backend_select.hpp"
 #include "bench/cli.hpp"
 #include "bench/run_setup.hpp"
+#include "cli_options_support.hpp"
 
 namespace shardaccum {
 namespace {
-
-BenchOptions parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  EXPECT_TRUE(parse_cli(static_cast<int>(argv.size()), argv.data(), o));
-  return o;
-}
 
 BackendChoice cuda_with(int gpus) {
   BackendChoice c;
@@ -49,7 +41,7 @@ TEST(DefaultJob, OneGpuIsTheReferenceJobAndTwoOrMoreLlama) {
 }
 
 TEST(DefaultJob, AppliesOnlyToWhatTheCommandLineLeftOut) {
-  BenchOptions o = parse({});
+  BenchOptions o = testing::parsed({});
   BackendChoice c = cuda_with(1);
   apply_default_job(o, c);
   EXPECT_EQ(c.default_model, "uniform:16x64M,gpt2-xl");
@@ -60,24 +52,24 @@ TEST(DefaultJob, AppliesOnlyToWhatTheCommandLineLeftOut) {
   EXPECT_EQ(a.models[0]->name, "uniform:16x64M");
   EXPECT_EQ(a.models[1]->name, "gpt2-xl");
 
-  o = parse({"--steps", "5", "--warmup", "0"});
+  o = testing::parsed({"--steps", "5", "--warmup", "0"});
   c = cuda_with(1);
   apply_default_job(o, c);
   EXPECT_EQ(o.steps, 5);
   EXPECT_EQ(o.warmup, 0);
 
-  o = parse({"--model", "gpt2"});  // the user's model: the usual step counts
+  o = testing::parsed({"--model", "gpt2"});  // the user's model: the usual step counts
   c = cuda_with(1);
   apply_default_job(o, c);
   EXPECT_EQ(o.steps, 3);
 
-  o = parse({});
+  o = testing::parsed({});
   c = cuda_with(4);
   apply_default_job(o, c);
   EXPECT_EQ(c.default_model, "llama2-7b");
   EXPECT_EQ(o.steps, 3);
 
-  o = parse({});
+  o = testing::parsed({});
   c = BackendChoice{};  // host
   c.name = "host";
   c.default_world = 1;

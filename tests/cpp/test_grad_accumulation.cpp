@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "bench/cli.hpp"
+#include "cli_options_support.hpp"
 #include "strategies/preset/preset.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
 namespace {
+
+using testing::cases_of;
 
 using testing::expect_bytes_and_peaks_of_the_model;
 using testing::make_layout;
@@ -71,15 +74,6 @@ TEST(GradAccumulation, OneFreshGradientMoreAtThePeakOnlyWhereGradientsAccumulate
   const auto i1 = run_two_steps(*be, plan_of(layout, "SSSS", s, "fp32-fp32-fp32", false));
   EXPECT_EQ(a1.measured.peak_device_bytes, i1.measured.peak_device_bytes);
   EXPECT_EQ(a1.measured.accumulate_bytes, i1.measured.accumulate_bytes);
-}
-
-std::vector<CaseSpec> cases_of(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& x : args) argv.push_back(x.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return build_matrix(resolve_axes(o, "uniform:2x4", 2, 1024, false));
 }
 
 TEST(GradAccumulation, NameSegmentAndRefusal) {

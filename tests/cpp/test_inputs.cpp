@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "bench/cli.hpp"
+#include "cli_options_support.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/preset/preset.hpp"
 
@@ -53,12 +54,7 @@ TEST(Dtypes, TriplesParseAndBadOnesNameTheFlag) {
 
 /// Parses argv and resolves the axes on the host backend's defaults.
 MatrixAxes cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return resolve_axes(o, "uniform:8x1M", 2, 1024);
+  return resolve_axes(testing::parsed(std::move(args)), "uniform:8x1M", 2, 1024);
 }
 
 TEST(Cli, DefaultMatrixIsEveryStrategyAndSchedule) {

@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "bench/cli.hpp"
+#include "cli_options_support.hpp"
 #include "faulty_backend.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
 namespace {
+
+using testing::parsed;
 
 using testing::design_says_correct;
 using testing::expect_bytes_and_peaks_of_the_model;
@@ -162,15 +165,6 @@ TEST(PageableOffload, LaterSyncAddsOnTheIssuingThreadBeforeTheNextBackward) {
   std::vector<Op> ideal;
   const std::string c = last_step_of("cpu-add", ideal);
   EXPECT_NE(c.find("task cpu-add(task) gen"), std::string::npos) << c;
-}
-
-BenchOptions parsed(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return o;
 }
 
 TEST(PageableOffload, HostThreadsReachesThePlanAndRefusesBadValues) {

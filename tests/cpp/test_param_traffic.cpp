@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "bench/cli.hpp"
+#include "cli_options_support.hpp"
 #include "faulty_backend.hpp"
 #include "strategies/bound.hpp"
 #include "test_support.hpp"
 
 namespace shardaccum {
 namespace {
+
+using testing::cases_of;
 
 using testing::design_says_correct;
 using testing::expect_bytes_and_peaks_of_the_model;
@@ -142,19 +145,6 @@ TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt)
   // in the S micro-batch, and waited for only by its own backward.
   EXPECT_EQ(ops, " p40 w p24 w p24 w g24 p40 w g40"            // n
                  " p40 w p24 w p24 w g24 p40 r24 w g40 r40");  // S
-}
-
-BenchOptions parsed(std::vector<std::string> args) {
-  args.insert(args.begin(), "shardaccum_bench");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  BenchOptions o;
-  parse_cli(static_cast<int>(argv.size()), argv.data(), o);
-  return o;
-}
-
-std::vector<CaseSpec> cases_of(std::vector<std::string> args) {
-  return build_matrix(resolve_axes(parsed(std::move(args)), "uniform:2x4", 2, 1024, false));
 }
 
 TEST(ParamTraffic, NameSegmentOffloadedOnlyAndRefusals) {

@@ -11,6 +11,7 @@
 
 #include "bench/cli.hpp"
 #include "bench_cli_support.hpp"
+#include "cli_options_support.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/preset/preset.hpp"
 #include "strategies/registry_json.hpp"
@@ -207,13 +208,9 @@ TEST(RegistryJson, TheBinaryPrintsItAndWritesItIntoTheContext) {
 }
 
 TEST(Cli, AllOnAnAxisIsEveryRegisteredValueAndHelpListsThem) {
-  BenchOptions o;
-  std::vector<std::string> args = {"shardaccum_bench", "--offload", "all", "--mode", "all",
-                                   "--binding",        "all"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ASSERT_TRUE(parse_cli(static_cast<int>(argv.size()), argv.data(), o));
-  const MatrixAxes a = resolve_axes(o, "uniform:8x1M", 2, 8);
+  const MatrixAxes a =
+      resolve_axes(testing::parsed({"--offload", "all", "--mode", "all", "--binding", "all"}),
+                   "uniform:8x1M", 2, 8);
   EXPECT_EQ(a.strategies.size(),
             BindingRegistry::get().names().size() * OffloadRegistry::get().names().size() *
                 ModeRegistry::get().names().size() * default_matrix().division.size());
