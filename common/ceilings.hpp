@@ -49,6 +49,12 @@ struct Ceilings {
   // The synthetic backward's generator kernel alone (dyadic values, fp32, writing): 1e9 elements
   // per second. It computes a hash per element, so it runs below the device copy ceiling.
   double generate_gelems = 0;
+  // The generator (compute stream) and the add kernel (comm stream) at once, as a step without
+  // offload runs its backward beside the reduce-scatter's adds: the sum of each one's time alone
+  // over their time together, with the add's work sized to take as long as the generator's.
+  // 1: they ran as if in series (each kernel fills the SMs); 2: each at its full rate beside the
+  // other. 0: not measured.
+  double sm_overlap = 0;
   /// Per layout of the run's --backward gemm cases (empty: not measured).
   std::vector<GemmBackwardCeiling> gemm_backward;
   /// The entry of `layout` at `tokens` rows in gradient dtype `grad`, or nullptr.

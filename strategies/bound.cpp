@@ -72,7 +72,9 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       // here as the backend counts them (src + dst per convert, src + 2 * dst per add).
       const uint64_t into =
           held[ui] ? held[ui] : (plan.autograd_accumulation && grad_alive[ui] ? bg : 0);
-      w.backward_device += padded * bg * (grad_alive[ui] && !into ? 2 : 1);
+      const uint64_t generated = padded * bg * (grad_alive[ui] && !into ? 2 : 1);
+      w.backward_device += generated;
+      w.generator_device += generated;
       if (into) w.backward_device += padded * (bg + 2 * into);  // held += fresh gradient
       if (plan.gen == GenMode::dyadic) w.backward_elements += padded;
       if (plan.backward == Backward::gemm)
@@ -202,6 +204,15 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   const double head_compute_ms = backward_ms(w.head_flops, w.head_elements);
   if ((w.flops > 0 && tflops > 0) || (c.generate_gelems > 0 && w.backward_elements > 0))
     b.terms.push_back({"compute", compute_ms});
+  // The synthetic backward's generator is compute-bound and fills the SMs, so the copies and adds
+  // beside it run only as much faster than in series as the ceiling measured (on one H200 the
+  // offload-none step came near the sum of both: reports/h200-limit-1203).
+  if (w.flops == 0 && w.backward_elements > 0 && c.generate_gelems > 0 && c.device_copy_gbps > 0 &&
+      c.sm_overlap > 0)
+    b.terms.push_back({"compute + device memory",
+                       (compute_ms + over(static_cast<double>(w.device - w.generator_device),
+                                          c.device_copy_gbps)) /
+                           std::max(1.0, c.sm_overlap)});
   // The backward, then what only starts after the last one: each part at its own ceiling.
   const double path = std::max(over(w.backward_device, c.device_copy_gbps), compute_ms) +
                       over(w.tail_rs_device + w.tail_device, c.device_copy_gbps) +

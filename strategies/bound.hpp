@@ -24,6 +24,7 @@ struct BoundWork {
   uint64_t backward_device = 0;  // the generator's and the copy-in's part of `device`
   uint64_t backward_elements =
       0;  // the elements the generator writes (dyadic only: its ceiling's mode)
+  uint64_t generator_device = 0;  // the generator's own reads and writes, part of backward_device
   // The host adds start only after the D2H of the first shard they add has landed, behind every
   // D2H issued before it on the one copy stream: those bytes (0 without host adds).
   uint64_t head_d2h = 0;
@@ -85,6 +86,11 @@ Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 /// memory device/device_copy; link (world >= 2) link·(N−1)/N / busbw, as nccl-tests; compute the
 /// compute stream's backward in series: flops/the GEMM ceiling of `grad` + backward_elements/the
 /// generator's rate (the generator follows each GEMM, and is the whole synthetic backward);
+/// compute + device memory (synthetic backward only: no FLOPs, dyadic elements, and sm_overlap
+/// measured) (backward_elements/the generator's rate + (device − generator_device)/device_copy) /
+/// max(1, sm_overlap): the generator and the kernels beside it share the SMs no better than the
+/// run measured them to (with a GEMM backward the other kernels can run beside the GEMMs, whose
+/// sharing is not measured, so the term is left out);
 /// critical path the larger of (the backward, then the tail) and (the later of head_d2h at d2h and
 /// the backward up to the first added unit at the compute ceilings, then every host byte at
 /// host_add, or with the copies not yet landed at host_memory), each part over its ceiling. A part

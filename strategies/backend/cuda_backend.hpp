@@ -77,8 +77,10 @@ uint64_t cuda_device_free_bytes(int device) noexcept;
 /// Keys: ceiling_h2d_gbps, ceiling_d2h_gbps, ceiling_bidir_gbps (both directions at once, the two
 /// summed), ceiling_device_copy_gbps (read + write), ceiling_host_add_gbps (12 B per fp32 element),
 /// ceiling_reduce_scatter_busbw_gbps (nccl-tests); all per rank, averaged over ranks, in GB/s
-/// (1e9 B/s); ceiling_generate_gelems (the generator kernel, 1e9 elements/s). Each is the best of
-/// three timed means. `backend` must come from make_cuda_backend (else std::invalid_argument).
+/// (1e9 B/s); ceiling_generate_gelems (the generator kernel, 1e9 elements/s); ceiling_sm_overlap
+/// (the generator and the add kernel at once: their times alone over their time together, 1 to
+/// 2). Each is the best of three timed means. `backend` must come from make_cuda_backend (else
+/// std::invalid_argument).
 nlohmann::json measure_cuda_ceilings(Backend& backend);
 
 }  // namespace shardaccum

@@ -20,6 +20,7 @@ struct RankCeilings {
   double host_add_during_d2h = 0;  // of which the CPU add's (not a ceiling: what it kept)
   double accumulate = 0;  // the suite's own add kernel alone (not a ceiling: measured against one)
   double generate = 0;    // the generator kernel alone, 1e9 elements per second
+  double sm_overlap = 0;  // the generator and the add kernel at once (Ceilings::sm_overlap)
   double gemm_bf16 = 0, gemm_fp32 = 0;  // dense GEMM, TFLOP/s (0: not measured)
   uint64_t gemm_n = 0;                  // its size n (n x n x n)
 };
@@ -140,6 +141,28 @@ nlohmann::json CudaWorld::measure_ceilings() {
                {compute}, 10) *
          1e-3) /
         1e9;
+
+    // The generator beside the add kernel (Ceilings::sm_overlap): the generator writes `da` on the
+    // compute stream while the comm stream (the greatest priority, as the reduce-scatter's adds
+    // run in a step) adds one half of `dbuf` into the other, as many times as take the
+    // generator's time alone. No data is shared, so nothing waits but for the SMs and HBM.
+    {
+      const uint64_t gen_n = db / 4, add_n = db / 8;
+      auto* half = static_cast<char*>(dbuf.get()) + add_n * 4;
+      auto gen = [&] { launch_generate(da.get(), DType::fp32, gen_n, gk, false, compute); };
+      auto add = [&] {
+        launch_add(dbuf.get(), DType::fp32, half, DType::fp32, add_n, false, comm);
+      };
+      const double gen_ms = timed(gen, {compute}, 10), add_ms = timed(add, {comm}, 10);
+      const int adds = add_ms > 0 ? std::max(1, static_cast<int>(gen_ms / add_ms + 0.5)) : 1;
+      const double both_ms = timed(
+          [&] {
+            gen();
+            for (int i = 0; i < adds; ++i) add();
+          },
+          {compute, comm}, 10);
+      res[r].sm_overlap = both_ms > 0 ? (gen_ms + adds * add_ms) / both_ms : 0;
+    }
 
     // Dense GEMM in each gradient dtype of the run's --backward gemm cases: best of three means.
     for (DType t : opts_.ceiling_gemm_dtypes) {
@@ -316,6 +339,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
   c.gemm_tflops_bf16 = mean(&RankCeilings::gemm_bf16);
   c.gemm_tflops_fp32 = mean(&RankCeilings::gemm_fp32);
   c.generate_gelems = mean(&RankCeilings::generate);
+  c.sm_overlap = mean(&RankCeilings::sm_overlap);
   nlohmann::json gemm_backward = nlohmann::json::array();
   for (size_t li = 0; li < layouts; ++li) {
     const GemmCeilingCase& gc = opts_.ceiling_gemm_layouts[li];
@@ -342,6 +366,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
                         {"host_add_during_d2h_gbps", x.host_add_during_d2h},
                         {"accumulate_kernel_gbps", x.accumulate},
                         {"generate_gelems", x.generate},
+                        {"sm_overlap", x.sm_overlap},
                         {"gemm_tflops_bf16", x.gemm_bf16},
                         {"gemm_tflops_fp32", x.gemm_fp32}});
   nlohmann::json j = {
@@ -355,6 +380,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
       {"ceiling_host_memory_gbps", c.host_memory_gbps},
       {"host_add_during_d2h_gbps", mean(&RankCeilings::host_add_during_d2h)},
       {"ceiling_generate_gelems", c.generate_gelems},
+      {"ceiling_sm_overlap", c.sm_overlap},
       {"accumulate_kernel_gbps", mean(&RankCeilings::accumulate)},
       {"accumulate_kernel_frac_device_copy",
        mean(&RankCeilings::device_copy) > 0

@@ -35,6 +35,7 @@ void expect_same(const Ceilings& c, const nlohmann::json& j) {
   EXPECT_EQ(c.reduce_scatter_algbw_gbps, j.at("ceiling_reduce_scatter_algbw_gbps").get<double>());
   EXPECT_EQ(c.host_add_gbps, j.at("ceiling_host_add_gbps").get<double>());
   EXPECT_EQ(c.generate_gelems, j.at("ceiling_generate_gelems").get<double>());
+  EXPECT_EQ(c.sm_overlap, j.at("ceiling_sm_overlap").get<double>());
 }
 
 TEST(CudaCeilings, TypedCeilingsAreTheContextsKeys) {
@@ -44,6 +45,7 @@ TEST(CudaCeilings, TypedCeilingsAreTheContextsKeys) {
   EXPECT_TRUE(c.measured());
   EXPECT_GT(c.h2d_gbps, 0.0);
   EXPECT_GT(c.generate_gelems, 0.0);
+  EXPECT_GT(c.sm_overlap, 0.0);
   expect_same(c, be->context());
   // Measured again: ceilings() follows the new figures, as the context does.
   const nlohmann::json again = measure_cuda_ceilings(*be);

@@ -240,6 +240,43 @@ TEST(Bound, SyntheticBackwardIsTheGeneratorAtItsRate) {
               gw.flops / 400e12 * 1e3 + 8.388608, 1e-9);
 }
 
+// The synthetic generator fills the SMs: the kernels beside it go only as much faster than in
+// series as the measured sm_overlap. uniform:2x1M, SSSS, none, the mean in the collective, world
+// 1: the generator writes 8 x 4 MiB; beside it 8 reduce-scatter copies (in + out, 8 MiB each) and
+// 6 adds (src + 2 dst, 12 MiB each): 136 MiB. At 1e9 elements/s and 20 GB/s: 8.388608 ms +
+// 7.1303168 ms, over an overlap of 1.25: 12.41538 ms, above the compute term's 8.39 and the
+// device memory term's (136 + 32 MiB) / 20 GB/s = 8.81 ms.
+TEST(Bound, SyntheticGeneratorSharesTheSmsAsMeasured) {
+  StrategySpec none = spec("none");
+  none.division = "collective";
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", none), 1);
+  EXPECT_EQ(w.generator_device, 33'554'432u);
+  EXPECT_EQ(w.device - w.generator_device, 142'606'336u);
+  Ceilings c;
+  c.generate_gelems = 1;
+  c.device_copy_gbps = 20;
+  c.sm_overlap = 1.25;
+  const Bound b = case_bound(w, c, 1, DType::fp32);
+  EXPECT_NEAR(term(b, "compute + device memory"), (8.388608 + 7.1303168) / 1.25, 1e-9);
+  EXPECT_NEAR(term(b, "device memory"), 176'160'768 / 20e9 * 1e3, 1e-9);
+  EXPECT_EQ(b.by, "compute + device memory");
+  // An overlap read below 1 (noise) counts as 1: kernels in series are the slowest they can run.
+  c.sm_overlap = 0.9;
+  EXPECT_NEAR(term(case_bound(w, c, 1, DType::fp32), "compute + device memory"),
+              8.388608 + 7.1303168, 1e-9);
+  // Not measured: no term.
+  c.sm_overlap = 0;
+  EXPECT_FALSE(has_term(case_bound(w, c, 1, DType::fp32), "compute + device memory"));
+  // A GEMM backward: the kernels can run beside the GEMMs, whose sharing is not measured.
+  CasePlan g = plan_for("uniform:2x1M", "SSSS", none);
+  g.backward = Backward::gemm;
+  g.tokens = 1024;
+  c.sm_overlap = 1.25;
+  c.gemm_tflops_fp32 = 400;
+  EXPECT_FALSE(
+      has_term(case_bound(bound_work(g, 1), c, 1, DType::fp32), "compute + device memory"));
+}
+
 // The pipelined values move and add what gpu-add and cpu-add do; only the tail shrinks: unit 0's
 // whole D2H still follows its last reduce-scatter, but one chunk's add (1 MiB chunks here).
 TEST(Bound, PipelinedOffloadsKeepTheWorkAndShrinkTheTailToOneChunk) {
