@@ -38,14 +38,18 @@ std::string number(double v, const char* fmt) {
 }
 
 /// "data-free/cpu-add/flag (fsdp2)": the strategy's axis values, the division unless its default,
-/// the lookahead when it was chosen (--lookahead), and the preset these values are, if any.
+/// the copy-in unless its default or the preset's own (two cases differing only there printed the
+/// same label), the lookahead when it was chosen (--lookahead), and the preset these values are, if
+/// any.
 std::string strategy_label(const StrategySpec& s) {
+  const PresetInfo* preset = nullptr;
+  for (const PresetInfo& p : PresetRegistry::get().entries())
+    if (p.spec == s) preset = &p;
   std::string out = s.binding + "/" + s.offload + "/" + s.mode +
                     (s.division == kDefaultDivision ? "" : "/" + s.division);
+  if (!preset && s.copy_in != kDefaultCopyIn) out += " copy-in " + s.copy_in;
   if (s.lookahead) out += std::string(" lookahead ") + lookahead_name(*s.lookahead);
-  for (const PresetInfo& p : PresetRegistry::get().entries())
-    if (p.spec == s) return out + " (" + p.name + ")";
-  return out;
+  return preset ? out + " (" + preset->name + ")" : out;
 }
 
 }  // namespace

@@ -86,7 +86,9 @@ TEST(CompactLine, AChosenLookaheadIsNamed) {
   c.strategy.lookahead = Lookahead::zero;
   const CompactReporter rep({c}, "host wall-clock");
   const std::string line = rep.line(repetition(c, 1, 0));
-  EXPECT_NE(line.find("data-free/cpu-add-pageable/flag/collective lookahead 0  uniform:4x1M"),
+  // Not fsdp2 at lookahead 0 (fsdp2's is 1): its copy-in chunk-cat is named too.
+  EXPECT_NE(line.find("data-free/cpu-add-pageable/flag/collective copy-in chunk-cat lookahead 0  "
+                      "uniform:4x1M"),
             std::string::npos)
       << line;
   c.strategy.lookahead = Lookahead::one;  // fsdp2's own, chosen: named, and still the preset
@@ -94,6 +96,24 @@ TEST(CompactLine, AChosenLookaheadIsNamed) {
   EXPECT_NE(rep1.line(repetition(c, 1, 0))
                 .find("data-free/cpu-add-pageable/flag/collective lookahead 1 (fsdp2)"),
             std::string::npos);
+}
+
+// A copy-in other than the default is in the line (cases that differ only by it printed the same
+// strategy), unless it is the preset's own.
+TEST(CompactLine, AnOtherCopyInIsNamedUnlessThePresetsOwn) {
+  CaseSpec c = fsdp2_case();
+  c.strategy.copy_in = "no-shard";  // not fsdp2's chunk-cat: no preset
+  const CompactReporter rep({c}, "host wall-clock");
+  EXPECT_NE(rep.line(repetition(c, 1, 0))
+                .find("data-free/cpu-add-pageable/flag/collective copy-in no-shard  uniform:4x1M"),
+            std::string::npos)
+      << rep.line(repetition(c, 1, 0));
+  c.strategy.copy_in = kDefaultCopyIn;
+  const CompactReporter rep0({c}, "host wall-clock");
+  EXPECT_NE(rep0.line(repetition(c, 1, 0))
+                .find("data-free/cpu-add-pageable/flag/collective  uniform:4x1M"),
+            std::string::npos)
+      << rep0.line(repetition(c, 1, 0));
 }
 
 TEST(CompactLine, AWrongOrFailedCaseSaysSo) {
