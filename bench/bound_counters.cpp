@@ -17,21 +17,30 @@ double host_add_seen_gbps(const CaseTotals& t) {
   return best;
 }
 
-double host_memory_seen_gbps(const CaseTotals& t) {
+double host_memory_seen_gbps(const CaseTotals& t, uint64_t head_d2h_bytes, double head_ms) {
   double best = 0;
-  for (const StepMetrics& r : t.rank_sum)
-    if (r.step_ms > 0 && r.cpu_add_bytes > 0)
-      best = std::max(best, static_cast<double>(r.cpu_add_bytes + r.h2d_bytes + r.param_h2d_bytes +
-                                                r.d2h_bytes) /
-                                (r.step_ms * 1e-3) / 1e9);
+  // rank_sum holds `steps` steps: the head and its bytes come once per step.
+  const double steps = std::max(1, t.steps);
+  const auto rate = [&](double bytes, double ms) {
+    if (ms > 0 && bytes > 0) best = std::max(best, bytes / (ms * 1e-3) / 1e9);
+  };
+  for (const StepMetrics& r : t.rank_sum) {
+    if (r.cpu_add_bytes == 0) continue;
+    const double all =
+        static_cast<double>(r.cpu_add_bytes + r.h2d_bytes + r.param_h2d_bytes + r.d2h_bytes);
+    rate(all, r.step_ms);  // every byte within the step: the host memory term stays <= the step
+    rate(all - steps * static_cast<double>(head_d2h_bytes), r.step_ms - steps * head_ms);
+  }
   return best;
 }
 
 std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t,
                                  const CasePlan& plan, const Ceilings& ceilings, int world_size) {
-  const Ceilings at = at_own_shapes(
-      bound_ceilings(ceilings, host_add_seen_gbps(t), host_memory_seen_gbps(t)), plan);
-  const Bound b = case_bound(bound_work(plan, world_size), at, world_size, plan.dtypes.grad);
+  const BoundWork w = bound_work(plan, world_size);
+  const Ceilings raised = at_own_shapes(bound_ceilings(ceilings, host_add_seen_gbps(t)), plan);
+  const Ceilings at = bound_ceilings(
+      raised, 0, host_memory_seen_gbps(t, w.head_d2h, host_head_ms(w, raised, plan.dtypes.grad)));
+  const Bound b = case_bound(w, at, world_size, plan.dtypes.grad);
   if (!b.ms) return b.by;  // absent, not 0: no ceiling to bound by
   c["bound_ms"] = *b.ms;
   const double step_ms = t.per_step(t.sum.step_ms);

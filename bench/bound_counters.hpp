@@ -19,9 +19,13 @@ namespace shardaccum {
 double host_add_seen_gbps(const CaseTotals& t);
 
 /// The fastest rate, GB/s, at which the case's CPU adds and copies went through host memory on any
-/// rank: cpu_add + H2D (gradient and parameters) + D2H bytes over the step's ms (a rate the case
-/// reached at least; 0 without CPU adds).
-double host_memory_seen_gbps(const CaseTotals& t);
+/// rank, each a rate the case reached at least (0 without CPU adds): cpu_add + H2D (gradient and
+/// parameters) + D2H bytes over the step's ms, or those bytes less the `head_d2h_bytes` that land
+/// before the first CPU add over the step's ms less `head_ms` (host_head_ms: none of them moves
+/// before it), whichever is higher. With the first alone, a ceiling read low was raised too little
+/// for the critical path (the head, then those bytes at this rate), which came out above the step:
+/// one H200, `uniform:16x64M` cpu-add `SSSS`, 577 ms against a 538 ms step, 78 ms of it the head.
+double host_memory_seen_gbps(const CaseTotals& t, uint64_t head_d2h_bytes = 0, double head_ms = 0);
 
 /// Writes `bound_ms` (case_bound of bound_work(plan, world_size) at bound_ceilings(`ceilings`,
 /// host_add_seen_gbps(t), host_memory_seen_gbps(t)) and at_own_shapes(plan), ms per step),

@@ -174,6 +174,23 @@ Ceilings at_own_shapes(Ceilings c, const CasePlan& plan) {
   return c;
 }
 
+namespace {
+
+// The compute stream's backward in series at the ceilings of gradient dtype `grad`: each GEMM, then
+// the generator (0 where a ceiling is 0).
+double backward_at(double flops, uint64_t elements, const Ceilings& c, DType grad) {
+  const double tflops = grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32;
+  return (tflops > 0 ? flops / (tflops * 1e12) * 1e3 : 0) +
+         (c.generate_gelems > 0 ? static_cast<double>(elements) / c.generate_gelems * 1e-6 : 0);
+}
+
+}  // namespace
+
+double host_head_ms(const BoundWork& w, const Ceilings& c, DType grad) {
+  return std::max(over(w.head_d2h, c.d2h_gbps),
+                  backward_at(w.head_flops, w.head_elements, c, grad));
+}
+
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad) {
   Bound b;
   const double h2d = static_cast<double>(w.h2d), d2h = static_cast<double>(w.d2h);
@@ -195,13 +212,7 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   };
   if (n >= 2 && c.reduce_scatter_busbw_gbps > 0) b.terms.push_back({"link", link_ms(w.link)});
   const double tflops = grad == DType::bf16 ? c.gemm_tflops_bf16 : c.gemm_tflops_fp32;
-  // The compute stream's backward in series: each GEMM, then the generator, at their ceilings.
-  const auto backward_ms = [&](double flops, uint64_t elements) {
-    return (tflops > 0 ? flops / (tflops * 1e12) * 1e3 : 0) +
-           (c.generate_gelems > 0 ? static_cast<double>(elements) / c.generate_gelems * 1e-6 : 0);
-  };
-  const double compute_ms = backward_ms(w.flops, w.backward_elements);
-  const double head_compute_ms = backward_ms(w.head_flops, w.head_elements);
+  const double compute_ms = backward_at(w.flops, w.backward_elements, c, grad);
   if ((w.flops > 0 && tflops > 0) || (c.generate_gelems > 0 && w.backward_elements > 0))
     b.terms.push_back({"compute", compute_ms});
   // The synthetic backward's generator is compute-bound and fills the SMs, so the copies and adds
@@ -221,10 +232,10 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
   // Host adds: none starts before the first added shard's D2H (and all before it) has landed.
   // After it, every host add, beside the D2Hs still to land (host memory shared).
   const double after_head = static_cast<double>(w.host + w.h2d + (w.d2h - w.head_d2h));
-  const double head_ms = std::max(over(w.head_d2h, c.d2h_gbps), head_compute_ms);
-  const double host_path = w.host > 0 ? head_ms + std::max(over(w.host, c.host_add_gbps),
-                                                           over(after_head, c.host_memory_gbps))
-                                      : 0;
+  const double host_path =
+      w.host > 0 ? host_head_ms(w, c, grad) +
+                       std::max(over(w.host, c.host_add_gbps), over(after_head, c.host_memory_gbps))
+                 : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
     b.terms.push_back({"critical path", std::max(path, host_path)});

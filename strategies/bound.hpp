@@ -67,8 +67,8 @@ struct Bound {
 /// from run to run, and once 72.8 GB/s in a run whose CPU adds then ran at up to 120 GB/s
 /// (reports/h200-limit), which put bound_ms above step_ms: a rate the hardware reached in the same
 /// run is one it allows. host_memory_gbps is raised likewise to `host_memory_seen_gbps` (what the
-/// case's own CPU adds and copies moved through host memory per ms of its step, a rate it reached
-/// at least). Other ceilings are returned as they are.
+/// case's own CPU adds and copies after the head moved through host memory per ms of its step
+/// after the head, a rate it reached at least). Other ceilings are returned as they are.
 Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0);
 
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
@@ -79,6 +79,12 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memor
 /// rate its bound was 540 ms against a 692 ms backward (reports/h200-limit), which nothing could
 /// reach.
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
+
+/// The least ms before the first CPU add can start (the critical path's head): the later of
+/// head_d2h at the d2h ceiling and the backward up to the first added unit at the compute ceilings
+/// of `grad` (0 where those ceilings are 0). No host byte after the head moves before it, in the
+/// run as in the bound, which is what write_bound_counters' host memory rate rests on.
+double host_head_ms(const BoundWork& w, const Ceilings& c, DType grad);
 
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory the larger of host/host_add

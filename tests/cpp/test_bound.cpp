@@ -210,6 +210,41 @@ TEST(Bound, TheHostAddCeilingIsNeverBelowWhatTheCaseReached) {
   CaseTotals tm(1);
   tm.add(d, {d});
   EXPECT_NEAR(host_memory_seen_gbps(tm), 55.0, 1e-9);
+  // After a head of 10 ms whose 0.25 GB of D2H landed before any add: 2.5 GB in 40 ms.
+  EXPECT_NEAR(host_memory_seen_gbps(tm, 250'000'000, 10.0), 62.5, 1e-9);
+  // A head that moved most of the bytes: the whole step's rate is the higher, and is kept.
+  EXPECT_NEAR(host_memory_seen_gbps(tm, 2'000'000'000, 10.0), 55.0, 1e-9);
+}
+
+// A host memory ceiling read far too low (1 GB/s) is raised to what the case reached, so that
+// neither the host memory term nor the critical path (the head, then every later host byte) comes
+// out above the step the case ran: its own bytes in a 10 ms step, of which the head is 3.15 ms
+// (the generator at 1e9 elements/s). At the whole step's rate, 12.58 GB/s, the critical path would
+// be 3.15 + 113.25 MB / 12.58 GB/s = 12.15 ms.
+TEST(Bound, AHostMemoryCeilingReadLowNeverPutsTheBoundAboveTheStep) {
+  const CasePlan p = plan_for("uniform:2x1M", "SSSS", spec("cpu-add"));
+  const BoundWork w = bound_work(p, 1);
+  StepMetrics m;
+  m.cpu_add_bytes = w.host;
+  m.d2h_bytes = w.d2h;
+  m.h2d_bytes = w.h2d;
+  m.phase_ms[static_cast<int>(Phase::cpu_add)] = 5.0;
+  m.step_ms = 10.0;
+  CaseTotals t(1);
+  t.add(m, {m});
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.host_memory_gbps = 1;
+  c.generate_gelems = 1;
+  ASSERT_NEAR(host_head_ms(w, c, DType::fp32), 3.145728, 1e-9);
+  benchmark::UserCounters out;
+  EXPECT_EQ(write_bound_counters(out, t, p, c, 1), "critical path");
+  // The later bytes over the step after the head: the critical path is then exactly the step.
+  const double after = static_cast<double>(w.host + w.h2d + w.d2h - w.head_d2h);
+  EXPECT_NEAR(after, 113'246'208.0, 0.5);
+  EXPECT_NEAR(out.at("bound_host_memory_gbps").value, after / (10.0 - 3.145728) * 1e3 / 1e9, 1e-9);
+  EXPECT_NEAR(out.at("bound_ms").value, 10.0, 1e-9);
 }
 
 TEST(Bound, SyntheticBackwardIsTheGeneratorAtItsRate) {
