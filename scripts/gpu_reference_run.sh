@@ -16,7 +16,8 @@
 #   overlap  uniform:16x64M SSSS without offload, lookahead 0/1/unbounded, synthetic and gemm backward,
 #            with a trace and its report, into reports/h200-overlap/
 #   limit    the limit strategies (#17): uniform:16x64M and gpt2-xl, SSSS, every offload, division
-#            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/
+#            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/;
+#            then no offload with --copy-in none,no-shard, and cpu-add(-pipelined) with 3 repetitions
 #   validsuite #16's validation, the suite side: presets fsdp2 and fsdp1 with --param-traffic on and
 #            their strategies without offload, uniform:16x64M and gpt2-xl, K=4, every canonical
 #            schedule, into reports/h200-validation/suite-*.json (VALID_TOKENS=T: --backward gemm --tokens T)
@@ -234,6 +235,19 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       done
       step "limit $bw"
     done
+    # World 1's limit without offload skips the one-rank reduce-scatter's copy (--copy-in no-shard),
+    # beside the same case with it; and the CPU adds three times over (repetitions), whose rate
+    # varies with the machine's host memory from run to run.
+    for bw in synthetic gemm; do
+      extra=(); [[ $bw == gemm ]] && extra=(--backward gemm --tokens 1024)
+      timeout 120 $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload none --division collective \
+        --copy-in none,no-shard --benchmark_out="$D/run-noshard-$bw.json" >"$D/noshard-$bw.log" 2>&1
+      echo "noshard $bw: rc=$?"
+    done
+    timeout 200 $B "${L[@]}" --binding data-free --mode flag --offload cpu-add,cpu-add-pipelined --division collective \
+      --benchmark_repetitions=3 --benchmark_out="$D/run-cpu-repeats.json" >"$D/cpu-repeats.log" 2>&1
+    echo "cpu repeats: rc=$?"
+    step "limit extras"
     ;;
   validsuite)
     # #16: the presets on the real systems' workload (bench/real/run.py's defaults here: seed 23130,
