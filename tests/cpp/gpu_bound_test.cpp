@@ -1,8 +1,9 @@
 // The bound is a lower bound on a GPU (label gpu; skips without one): every case of a small matrix
 // (the default strategies x canonical schedules, uniform:4x16M, K=4, world 1, fp32) takes at least
 // 0.97 of its bound_ms at the ceilings the same backend measured (3% for the ceilings' own noise),
-// the host add's raised to what the case's own CPU adds reached, as the benchmark's
-// (bound_ceilings).
+// the host add's and host memory's raised to what the case's own work reached, as the benchmark
+// writes it (write_bound_counters). On one H200 (2026-12-04) the host add alone raised put the
+// cpu-add cases' critical path up to 3% above their steps.
 #include <gtest/gtest.h>
 
 #include "bench/bound_counters.hpp"
@@ -47,11 +48,12 @@ TEST(GpuBound, EveryCaseTakesAtLeastItsBound) {
         t.add(r.max, r.per_rank);
         sum_ms += r.max.step_ms;
       }
-      // As the benchmark's: the host add at the better of the ceiling and the case's own adds.
-      const Bound b =
-          case_bound(bound_work(plan, 1), bound_ceilings(c, host_add_seen_gbps(t)), 1, DType::fp32);
-      ASSERT_TRUE(b.ms.has_value());
-      EXPECT_GE(sum_ms / 3, 0.97 * *b.ms) << "bound by " << b.by;
+      // The bound the benchmark writes (the host add and host memory ceilings raised to what the
+      // case's own work reached, write_bound_counters), not a recomputation that could drift.
+      benchmark::UserCounters counters;
+      const std::string by = write_bound_counters(counters, t, plan, c, 1);
+      ASSERT_TRUE(counters.count("bound_ms")) << by;
+      EXPECT_GE(sum_ms / 3, 0.97 * counters.at("bound_ms").value) << "bound by " << by;
       ++cases;
     }
   EXPECT_GT(cases, 0);
