@@ -28,13 +28,13 @@ double host_add_seen_gbps(const CaseTotals& t);
 double host_memory_seen_gbps(const CaseTotals& t, uint64_t head_d2h_bytes = 0, double head_ms = 0);
 
 /// Writes `bound_ms` (case_bound of bound_work(plan, world_size) at bound_ceilings(`ceilings`,
-/// host_add_seen_gbps(t), host_memory_seen_gbps(t)) and at_own_shapes(plan), ms per step),
-/// `bound_host_add_gbps` and `bound_host_memory_gbps` where those raised their ceilings,
-/// `bound_gemm_tflops` (TFLOP/s) where the GEMM ceiling is the layout's own GEMM backward's rate,
-/// and `bound_ratio` = the per-step mean step_ms / bound_ms, both plain, where a bound exists (and
-/// bound_ms > 0 for the ratio); nothing when no ceiling was measured. Returns the bound's `by`
-/// (the term's name, or "no ceilings"): the case's label carries it as "bound by <name>", Google
-/// Benchmark counters being numbers.
+/// host_add_seen_gbps(t), host_memory_seen_gbps(t, head_d2h, host_head_ms)) and
+/// at_own_shapes(plan), ms per step), `bound_host_add_gbps` and `bound_host_memory_gbps` where
+/// those raised their ceilings, `bound_gemm_tflops` (TFLOP/s) where the GEMM ceiling is the
+/// layout's own GEMM backward's rate, and `bound_ratio` = the per-step mean step_ms / bound_ms,
+/// both plain, where a bound exists (and bound_ms > 0 for the ratio); nothing when no ceiling was
+/// measured. Returns the bound's `by` (the term's name, or "no ceilings"): the case's label carries
+/// it as "bound by <name>", Google Benchmark counters being numbers.
 std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t,
                                  const CasePlan& plan, const Ceilings& ceilings, int world_size);
 

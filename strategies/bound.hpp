@@ -66,9 +66,10 @@ struct Bound {
 /// ceiling is read once per run on buffers of its own; on one H200 machine it read 58 to 133 GB/s
 /// from run to run, and once 72.8 GB/s in a run whose CPU adds then ran at up to 120 GB/s
 /// (reports/h200-limit), which put bound_ms above step_ms: a rate the hardware reached in the same
-/// run is one it allows. host_memory_gbps is raised likewise to `host_memory_seen_gbps` (what the
-/// case's own CPU adds and copies after the head moved through host memory per ms of its step
-/// after the head, a rate it reached at least). Other ceilings are returned as they are.
+/// run is one it allows. host_memory_gbps is raised likewise to `host_memory_seen_gbps` (the
+/// higher of what the case's own CPU adds and copies moved through host memory per ms of its step
+/// and what those after the head moved per ms after it: rates it reached at least). Other ceilings
+/// are returned as they are.
 Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0);
 
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
