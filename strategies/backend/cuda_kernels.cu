@@ -1,6 +1,7 @@
 // Device kernels of the cuda backend: grid-stride loops over 8 elements per step (16-byte accesses
 // for bf16, two for fp32), a scalar tail, and the oracle's fp64 comparison with a block reduction.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "strategies/backend/cuda_check.hpp"
@@ -16,6 +17,33 @@ constexpr int kVec = 8;
 int blocks_for(uint64_t items) {
   const uint64_t b = (items + kThreads - 1) / kThreads;
   return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+// The fp32 add (add_f32_kernel: four float4 of each operand in flight per thread) runs on at most
+// kMemBlocksPerSm blocks per SM: enough to keep HBM busy alone, few enough to leave SMs to a
+// compute-bound kernel beside it. The other adds and the scale (one 16-byte access in flight per
+// thread) keep the full grid: their rate on fewer blocks is not measured.
+// On one H200 (exp. of 2026-12-04, reports/README.md "Memory-bound kernels on two blocks per SM"):
+// a 1 GiB fp32 += on 264 blocks ran at 4.05 TB/s alone against 4.17 on 8192, and beside the
+// generator on a lower-priority stream the two overlapped 1.57x (in series / together) against
+// 1.05x with 8192 blocks, which take every SM at the higher priority and stall the generator.
+constexpr int kMemBlocksPerSm = 2;
+
+int sm_count() {
+  static std::atomic<int> counts[64] = {};  // per device; 0 until asked
+  int dev = 0;
+  SA_CUDA_CHECK(cudaGetDevice(&dev));
+  const bool cached = dev >= 0 && dev < 64;
+  int n = cached ? counts[dev].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    SA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    if (cached) counts[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+int mem_blocks_for(uint64_t items) {
+  return std::min(blocks_for(items), std::max(1, kMemBlocksPerSm * sm_count()));
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -279,7 +307,7 @@ template <DType D, DType S, bool Assign>
 void add_typed(void* dst, const void* src, uint64_t n, Slot st, cudaStream_t s) {
   if constexpr (D == DType::fp32 && S == DType::fp32) {
     if (aligned16(dst) && aligned16(src)) {
-      add_f32_kernel<Assign><<<blocks_for(n / (4 * kF32Unroll) + 1), kThreads, 0, s>>>(
+      add_f32_kernel<Assign><<<mem_blocks_for(n / (4 * kF32Unroll) + 1), kThreads, 0, s>>>(
           static_cast<float*>(dst), static_cast<const float*>(src), n, st);
       return;
     }
