@@ -108,6 +108,12 @@ class RankBackend : public BufferOwner {
   virtual Event record(Stream s) = 0;
   virtual void wait(Stream waiter, Event e) = 0;
   virtual void host_wait(Event e) = 0;
+  /// Whether `e` has completed, without waiting (cudaEventQuery on cuda). The default, true, is
+  /// right for a backend whose every operation completes before the call that issued it returns.
+  virtual bool host_ready(Event e) {
+    (void)e;
+    return true;
+  }
   /// Runs `task` on the host once `e` has completed, after every earlier host task, without
   /// blocking the issuing thread where the backend can (the CPU add then overlaps the copies of
   /// the next units). The default runs it at once. end_step waits for every task; an exception

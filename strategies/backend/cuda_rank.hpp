@@ -85,6 +85,7 @@ class CudaRank final : public RankBackend {
   Event record(Stream s) override;
   void wait(Stream waiter, Event e) override;
   void host_wait(Event e) override;
+  bool host_ready(Event e) override;
   void host_task(Event e, std::function<void()> task) override;
   void near_device(const std::function<void()>& fn) override;  // cuda_placement.cpp
   bool any_rank(bool mine) override;

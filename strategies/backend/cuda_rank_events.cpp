@@ -49,6 +49,19 @@ void CudaRank::host_wait(Event e) {
   wait_event(ev, on_worker() ? nullptr : comm_.get(), policy(), who("host_wait"));
 }
 
+bool CudaRank::host_ready(Event e) {
+  if (e.id == 0) return true;
+  cudaEvent_t ev;
+  {
+    Lock l(mu_);
+    ev = user_event(e, "host_ready");
+  }
+  const cudaError_t r = cudaEventQuery(ev);
+  if (r == cudaSuccess) return true;
+  if (r != cudaErrorNotReady) throw_cuda(r, "cudaEventQuery", __FILE__, __LINE__);
+  return false;
+}
+
 int CudaRank::local_index() const { return rank_ - world_.rank_base(); }
 
 bool CudaRank::any_rank(bool mine) {

@@ -1,12 +1,12 @@
 // Offload `cpu-add-pipelined` (idealised): cpu-add whose D2H is cut into chunks of --chunk-bytes,
-// one event each, and whose host task adds each chunk as soon as it has landed, while the later
-// chunks' D2H still run: the CPU add of chunk c overlaps the D2H of chunk c+1 within a unit, as it
-// overlaps the next unit's D2H across units. One host task and one pinned staging of the shard per
-// unit, as cpu-add (bytes and pinned peak are cpu-add's). Its threads run on the GPU's NUMA node
-// (the backend's placement). A host task per chunk (until 2026-12-03) filled the backend's queue of
-// pending tasks four times as fast, so the issuing thread waited for queue space and fell behind
-// the GPU: on one H200 with the gemm backward its step was 650 ms against cpu-add's 488
-// (reports/README.md, the command at fb8bb29).
+// one event each, and whose host task adds the chunks as soon as they have landed (all that have,
+// in one add), while the later chunks' D2H still run: the CPU add of chunk c overlaps the D2H of
+// chunk c+1 within a unit, as it overlaps the next unit's D2H across units. One host task and one
+// pinned staging of the shard per unit, as cpu-add (bytes and pinned peak are cpu-add's). Its
+// threads run on the GPU's NUMA node (the backend's placement). A host task per chunk (until
+// 2026-12-03) filled the backend's queue of pending tasks four times as fast, so the issuing thread
+// waited for queue space and fell behind the GPU: on one H200 with the gemm backward its step was
+// 650 ms against cpu-add's 488 (reports/README.md, the command at fb8bb29).
 #include <memory>
 #include <vector>
 
@@ -36,14 +36,22 @@ class CpuAddPipelined final : public OffloadPolicy {
       be.copy(stage, src.view(off, len), Stream::copy);  // D2H
       landed.push_back(be.record(Stream::copy));
     }
-    // Queued behind the first chunk only; each later chunk is waited for inside the task.
+    // Queued behind the first chunk only; each later chunk is waited for inside the task. One
+    // add covers every chunk landed by then: while the adds lag the copies it is one add per
+    // unit, as cpu-add's, chunk by chunk only once they have caught up. An add per chunk
+    // regardless ran at 0.92-0.94 of cpu-add's rate on one H200 (64 MiB chunks, 92.4 against
+    // 99.8 GB/s, reports/README.md "CPU adds against what the host allows"): each add is an
+    // OpenMP region whose threads all wait for the slowest.
     be.host_task(landed.front(), [&be, &u, &binding, staging, site, landed, n, c] {
       be.near_device([&] {
-        for (size_t i = 0; i < landed.size(); ++i) {
-          const uint64_t off = i * c, len = std::min(c, n - off);
+        for (size_t i = 0; i < landed.size();) {
           be.host_wait(landed[i]);
+          size_t j = i + 1;
+          while (j < landed.size() && be.host_ready(landed[j])) ++j;
+          const uint64_t off = i * c, len = std::min(j * c, n) - off;
           Buffer saved = u.saved.view(off, len), stage = staging->view(off, len);
           binding.add(be, saved, stage, MemSpace::pinned_host, u, site);
+          i = j;
         }
       });
     });

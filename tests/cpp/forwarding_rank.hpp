@@ -39,6 +39,7 @@ class ForwardingRank : public RankBackend {
   Event record(Stream s) override { return in_.record(s); }
   void wait(Stream w, Event e) override { in_.wait(w, e); }
   void host_wait(Event e) override { in_.host_wait(e); }
+  bool host_ready(Event e) override { return in_.host_ready(e); }
   void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
   void near_device(const std::function<void()>& fn) override { in_.near_device(fn); }
   bool any_rank(bool mine) override { return in_.any_rank(mine); }

@@ -1,8 +1,8 @@
 // The pipelined offloads' issue order on the host backend (docs/DESIGN.md §3): gpu-add-pipelined
 // issues every chunk's H2D (on the h2d stream) before the first D2H (on the copy stream), and its
 // h2d stream waits for nothing inside the sync (no chunk's H2D waits for a D2H), cpu-add-pipelined
-// queues each chunk's CPU add right after that chunk's D2H; each chunk at its own offset of the
-// saved shard.
+// queues one host task after the chunks' D2Hs that adds each chunk once it has landed, every chunk
+// landed by then in one add; each chunk at its own offset of the saved shard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,6 +47,9 @@ class RecordingRank final : public testing::ForwardingRank {
     ops_.push_back({"hwait", Stream::copy, 0, 0});
     in_.host_wait(e);
   }
+  // `landed`: what host_ready answers (the host backend's own answer is always true).
+  bool host_ready(Event e) override { return landed_ && in_.host_ready(e); }
+  void set_landed(bool landed) { landed_ = landed; }
   void host_task(Event e, std::function<void()> t) override {
     ops_.push_back({"task", Stream::copy, 0, 0});
     in_.host_task(e, std::move(t));
@@ -59,14 +62,19 @@ class RecordingRank final : public testing::ForwardingRank {
  private:
   static uintptr_t addr(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.data()); }
   std::vector<Op>& ops_;
+  bool landed_ = true;
 };
 
 /// The calls of the last step of `offload` on one unit whose shard is 3.5 chunks of 64 fp32
 /// elements (224), schedule SS at world 1: the second S is the pipelined add.
-std::vector<Op> last_sync_of(const char* offload) {
+/// `landed`: whether host_ready says a later chunk has landed already.
+std::vector<Op> last_sync_of(const char* offload, bool landed = true) {
   std::vector<Op> ops;
-  testing::WrappedBackend be(
-      1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+  testing::WrappedBackend be(1, [&](RankBackend& r) {
+    auto rank = std::make_unique<RecordingRank>(r, ops);
+    rank->set_landed(landed);
+    return rank;
+  });
   CasePlan plan{testing::make_layout({224}),
                 parse_schedule("SS", 2),
                 {"data-free", offload, "flag"},
@@ -129,7 +137,7 @@ TEST(PipelinedOrder, GpuAddIssuesEveryH2dBeforeAnyD2hAndItsH2dsWaitForNoD2h) {
 }
 
 TEST(PipelinedOrder, CpuAddQueuesOneTaskThatAddsEachChunkOnceItLanded) {
-  std::vector<Op> ops = last_sync_of("cpu-add-pipelined");
+  std::vector<Op> ops = last_sync_of("cpu-add-pipelined", false);
   ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
             ops.end());
   // The host backend runs a task at once: its waits and CPU adds show right after it is queued.
@@ -153,6 +161,20 @@ TEST(PipelinedOrder, CpuAddQueuesOneTaskThatAddsEachChunkOnceItLanded) {
   EXPECT_EQ(add_len, (std::vector<uint64_t>{64, 64, 64, 32}));
   EXPECT_EQ(d2h_len, add_len);
   for (size_t i = 1; i < d2h_at.size(); ++i) EXPECT_EQ(d2h_at[i] - d2h_at[0], 256 * i);
+}
+
+// Chunks already landed when the task reaches them go into one add: here all four, after one wait
+// for the first, over the whole shard.
+TEST(PipelinedOrder, CpuAddAddsEveryLandedChunkInOneAdd) {
+  std::vector<Op> ops = last_sync_of("cpu-add-pipelined", true);
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "wait"; }),
+            ops.end());
+  EXPECT_EQ(sequence(ops), "d2h d2h d2h d2h task hwait cpu-add");
+  const auto add =
+      std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.what == "cpu-add"; });
+  ASSERT_NE(add, ops.end());
+  EXPECT_EQ(add->host, 0u);
+  EXPECT_EQ(add->numel, 224u);
 }
 
 }  // namespace
