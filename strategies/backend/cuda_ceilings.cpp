@@ -9,6 +9,7 @@
 #include "common/gemm_shape.hpp"
 #include "strategies/backend/cuda_gemm.hpp"
 #include "strategies/backend/cuda_world.hpp"
+#include "strategies/backend/machine_facts.hpp"
 
 namespace shardaccum::cuda {
 
@@ -47,6 +48,11 @@ nlohmann::json CudaWorld::measure_ceilings() {
   std::vector<std::vector<double>> layout_ms(local_count(), std::vector<double>(layouts, 0.0));
   const auto t0 = std::chrono::steady_clock::now();
 
+  // Its operands streamed from DRAM, as the cases' adds of GB-sized shards are (STREAM's rule): on
+  // one H200 VM (L3 300 MiB) 256 MiB operands read 125 to 161 GB/s within one device call while the
+  // cases' adds kept 92 to 103 (reports/h200-limit-1204b).
+  const uint64_t host_add_bytes = machine::stream_operand_bytes(
+      opts_.ceiling_host_add_bytes, machine::last_level_cache_bytes(), local_count());
   auto errors = run_ranks([&](int r) {
     CudaRank& rank = *ranks_[r];
     const WaitPolicy p = policy();
@@ -237,7 +243,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
     res[r].rs_busbw = res[r].rs_algbw * (n - 1) / n;
 
     // Host add a += b in fp32 on this rank's threads, all ranks at once: 12 bytes per element.
-    const uint64_t hb = opts_.ceiling_host_add_bytes;
+    const uint64_t hb = host_add_bytes;
     PinnedMemory ha, hbm;
     void* a = hdst.get();
     void* b = hsrc.get();
@@ -252,16 +258,18 @@ nlohmann::json CudaWorld::measure_ceilings() {
     const uint64_t el = hb / 4;
     host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);  // warm-up (thread team)
     all_ranks_barrier(rank, p, what);
-    constexpr int kIters = 3;
+    // About 2.4 GB moved per try whatever the operands' size (3 adds of 256 MiB, 1 of 1.2 GiB).
+    const int host_iters = static_cast<int>(std::max<uint64_t>(1, 3 * (uint64_t{256} << 20) / hb));
     double hms = 0;  // the best of kHostTries, as `timed`
     for (int t = 0; t < kHostTries; ++t) {
       const auto h0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kIters; ++i) host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
+      for (int i = 0; i < host_iters; ++i)
+        host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count();
       hms = t ? std::min(hms, ms) : ms;
     }
-    res[r].host_add = gbps(12.0 * el * kIters, hms);
+    res[r].host_add = gbps(12.0 * el * host_iters, hms);
 
     // The CPU add while D2H copies land in host memory, as cpu-add runs them: D2Hs of `cb` bytes
     // into a pinned buffer of their own, back to back on the copy stream, about 4/5 of the add's
@@ -271,7 +279,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
     PinnedMemory landed(cb);
     std::memset(landed.get(), 0, cb);
     const double add_ms =
-        res[r].host_add > 0 ? 12.0 * el * kIters / (res[r].host_add * 1e9) * 1e3 : 0;
+        res[r].host_add > 0 ? 12.0 * el * host_iters / (res[r].host_add * 1e9) * 1e3 : 0;
     const double d2h_ms = res[r].d2h > 0 ? cb / (res[r].d2h * 1e9) * 1e3 : 0;
     const int copies = d2h_ms > 0 ? std::max(1, static_cast<int>(0.8 * add_ms / d2h_ms)) : 1;
     double both_add = 0, both_d2h = 0;  // of the try with the most bytes per second together
@@ -282,13 +290,14 @@ nlohmann::json CudaWorld::measure_ceilings() {
         SA_CUDA_CHECK(cudaMemcpyAsync(landed.get(), dbuf.get(), cb, cudaMemcpyDeviceToHost, copy));
       SA_CUDA_CHECK(cudaEventRecord(stop.get(), copy));
       const auto h0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kIters; ++i) host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
+      for (int i = 0; i < host_iters; ++i)
+        host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count();
       wait_event(stop.get(), rank.comm(), p, what);
       float cms = 0;
       SA_CUDA_CHECK(cudaEventElapsedTime(&cms, start.get(), stop.get()));
-      const double add_rate = gbps(12.0 * el * kIters, ms),
+      const double add_rate = gbps(12.0 * el * host_iters, ms),
                    d2h_rate = gbps(static_cast<double>(cb) * copies, cms);
       if (add_rate + d2h_rate > both_add + both_d2h) {
         both_add = add_rate;
@@ -396,7 +405,7 @@ nlohmann::json CudaWorld::measure_ceilings() {
       {"ceiling_device_copy_bytes", opts_.ceiling_device_copy_bytes},
       {"ceiling_reduce_scatter_bytes", opts_.ceiling_reduce_scatter_bytes},
       {"ceiling_reduce_scatter_dtype", "fp32"},
-      {"ceiling_host_add_bytes", opts_.ceiling_host_add_bytes},
+      {"ceiling_host_add_bytes", host_add_bytes},
       {"ceiling_host_add_threads", host_threads_},
       {"ceiling_seconds",
        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};

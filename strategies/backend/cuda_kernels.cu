@@ -23,10 +23,11 @@ int blocks_for(uint64_t items) {
 // kMemBlocksPerSm blocks per SM: enough to keep HBM busy alone, few enough to leave SMs to a
 // compute-bound kernel beside it. The other adds and the scale (one 16-byte access in flight per
 // thread) keep the full grid: their rate on fewer blocks is not measured.
-// On one H200 (exp. of 2026-12-04, reports/README.md "Memory-bound kernels on two blocks per SM"):
-// a 1 GiB fp32 += on 264 blocks ran at 4.05 TB/s alone against 4.17 on 8192, and beside the
-// generator on a lower-priority stream the two overlapped 1.57x (in series / together) against
-// 1.05x with 8192 blocks, which take every SM at the higher priority and stall the generator.
+// On one H200 (reports/h200-experiments-1204/README.md, "Memory-bound kernels beside the
+// generator"): a 1 GiB fp32 += on 264 blocks ran at 4.05 TB/s alone against 4.17 on 8192, and
+// beside the generator on a lower-priority stream the two overlapped 1.57x (in series / together)
+// against 1.05x with 8192 blocks, which take every SM at the higher priority and stall the
+// generator.
 constexpr int kMemBlocksPerSm = 2;
 
 int sm_count() {

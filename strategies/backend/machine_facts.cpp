@@ -91,6 +91,43 @@ HostAddPlacement host_add_placement(const std::string& bus_id, const std::string
   return plan_host_add_placement(nodes, node, list);
 }
 
+uint64_t parse_cache_size(std::string_view s) {
+  s = trim(s);
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || end == s.data()) return 0;
+  const std::string_view unit = s.substr(static_cast<size_t>(end - s.data()));
+  if (unit.empty()) return n;
+  if (unit == "K") return n << 10;
+  if (unit == "M") return n << 20;
+  if (unit == "G") return n << 30;
+  return 0;
+}
+
+uint64_t last_level_cache_bytes(const std::string& root) {
+  namespace fs = std::filesystem;
+  int best_level = 0;
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(root + "/sys/devices/system/cpu/cpu0/cache", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind("index", 0) != 0) continue;
+    const int level = leading_int(read_first_line((it->path() / "level").string()), 0);
+    const uint64_t size = parse_cache_size(read_first_line((it->path() / "size").string()));
+    if (level > best_level && size > 0) {
+      best_level = level;
+      bytes = size;
+    }
+  }
+  return bytes;
+}
+
+uint64_t stream_operand_bytes(uint64_t configured, uint64_t llc_bytes, int ranks) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  const uint64_t stream = 4 * llc_bytes / static_cast<uint64_t>(std::max(1, ranks));
+  return std::max(configured, (stream + kMiB - 1) / kMiB * kMiB);
+}
+
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
   std::string line;
@@ -110,6 +147,7 @@ nlohmann::json host_facts(const std::string& root) {
       {"thp_enabled", selected_choice(read_first_line(thp + "enabled"))},
       {"thp_defrag", selected_choice(read_first_line(thp + "defrag"))},
       {"numa_nodes", count_numa_nodes(names)},
+      {"llc_bytes", last_level_cache_bytes(root)},
       {"nvidia_driver", std::string(trim(read_first_line(root + "/proc/driver/nvidia/version")))}};
 }
 
@@ -139,6 +177,7 @@ nlohmann::json machine_context(const std::vector<std::string>& bus_ids, const st
   return {{"thp_enabled", h.at("thp_enabled")},
           {"thp_defrag", h.at("thp_defrag")},
           {"numa_nodes", h.at("numa_nodes")},
+          {"llc_bytes", h.at("llc_bytes")},
           {"gpu_numa_node", node},
           {"pcie_gen", gen},
           {"pcie_width", width},

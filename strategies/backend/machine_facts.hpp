@@ -2,6 +2,7 @@
 // What the machine says that explains a copy or host-add figure (docs/DESIGN.md §6): transparent
 // huge pages, NUMA nodes, a GPU's PCIe link and node, the NVIDIA driver, read from sysfs and
 // /proc. Both backends' contexts; the parsers are pure so that tests can feed them strings.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,12 +37,24 @@ HostAddPlacement plan_host_add_placement(int numa_nodes, int gpu_node, const std
 /// plan_host_add_placement from sysfs under `root` for the GPU at `bus_id`.
 HostAddPlacement host_add_placement(const std::string& bus_id, const std::string& root = "");
 
+/// Bytes of a sysfs cache `size` line ("307200K" -> 314572800, "32M", "512"); 0 when it does not
+/// parse.
+uint64_t parse_cache_size(std::string_view s);
+/// The last-level cache of cpu0 under `root` (the size of the cache/index* with the highest
+/// `level`), in bytes; 0 when sysfs has none.
+uint64_t last_level_cache_bytes(const std::string& root = "");
+/// Bytes per operand for a host memory bandwidth measurement on `ranks` ranks at once: at least
+/// `configured`, and at least 4 * `llc_bytes` / `ranks` rounded up to whole MiB (STREAM's rule,
+/// McCalpin: each array at least four times the last-level cache, so that it streams from DRAM).
+/// Pure.
+uint64_t stream_operand_bytes(uint64_t configured, uint64_t llc_bytes, int ranks);
 /// The first line of `path` without its newline, "" when it cannot be read.
 std::string read_first_line(const std::string& path);
 
 /// The host's facts under `root` (a sysroot, "" for /): {"thp_enabled", "thp_defrag" (the
-/// selected values, "" when absent), "numa_nodes" (0 when unknown), "nvidia_driver" (the first
-/// line of /proc/driver/nvidia/version, "" when absent)}.
+/// selected values, "" when absent), "numa_nodes" (0 when unknown), "llc_bytes"
+/// (last_level_cache_bytes), "nvidia_driver" (the first line of /proc/driver/nvidia/version, ""
+/// when absent)}.
 nlohmann::json host_facts(const std::string& root = "");
 
 /// A PCI device's facts under `root`: `bus_id` as CUDA writes it ("0000:1B:00.0", matched
@@ -50,9 +63,9 @@ nlohmann::json host_facts(const std::string& root = "");
 nlohmann::json pci_facts(const std::string& bus_id, const std::string& root = "");
 
 /// The context's `machine` object (docs/DESIGN.md §6) for the GPUs at `bus_ids` (none on the host
-/// backend): {"thp_enabled", "thp_defrag", "numa_nodes", "gpu_numa_node": [per device],
-/// "pcie_gen": [{"current", "max"} per device], "pcie_width": [the same], "gpu_clocks_mhz": []
-/// (the cuda backend fills it), "driver": {"nvidia": the /proc line or ""}}.
+/// backend): {"thp_enabled", "thp_defrag", "numa_nodes", "llc_bytes", "gpu_numa_node": [per
+/// device], "pcie_gen": [{"current", "max"} per device], "pcie_width": [the same],
+/// "gpu_clocks_mhz": [] (the cuda backend fills it), "driver": {"nvidia": the /proc line or ""}}.
 nlohmann::json machine_context(const std::vector<std::string>& bus_ids,
                                const std::string& root = "");
 

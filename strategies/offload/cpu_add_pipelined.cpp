@@ -40,7 +40,7 @@ class CpuAddPipelined final : public OffloadPolicy {
     // add covers every chunk landed by then: while the adds lag the copies it is one add per
     // unit, as cpu-add's, chunk by chunk only once they have caught up. An add per chunk
     // regardless ran at 0.92-0.94 of cpu-add's rate on one H200 (64 MiB chunks, 92.4 against
-    // 99.8 GB/s, reports/README.md "CPU adds against what the host allows"): each add is an
+    // 99.8 GB/s, reports/h200-experiments-1204/README.md): each add is an
     // OpenMP region whose threads all wait for the slowest.
     be.host_task(landed.front(), [&be, &u, &binding, staging, site, landed, n, c] {
       be.near_device([&] {

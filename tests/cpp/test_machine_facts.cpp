@@ -29,6 +29,28 @@ TEST(MachineFacts, PcieGenerationFromTheLinkSpeed) {
   EXPECT_EQ(pcie_gen_of_speed(""), 0);
 }
 
+TEST(MachineFacts, CacheSizesAsSysfsWritesThem) {
+  EXPECT_EQ(parse_cache_size("307200K"), uint64_t{307200} << 10);
+  EXPECT_EQ(parse_cache_size("32M\n"), uint64_t{32} << 20);
+  EXPECT_EQ(parse_cache_size("1G"), uint64_t{1} << 30);
+  EXPECT_EQ(parse_cache_size("512"), 512u);
+  EXPECT_EQ(parse_cache_size(""), 0u);
+  EXPECT_EQ(parse_cache_size("K"), 0u);
+  EXPECT_EQ(parse_cache_size("12KB"), 0u);
+}
+
+// The host add ceiling's operands (STREAM's rule): one H200 VM's L3 of 300 MiB asks 1200 MiB of
+// each at one rank, 150 MiB at eight (so the configured 256 MiB stands), nothing without an L3.
+TEST(MachineFacts, StreamOperandsAreFourLastLevelCachesOverTheRanks) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  EXPECT_EQ(stream_operand_bytes(256 * kMiB, 300 * kMiB, 1), 1200 * kMiB);
+  EXPECT_EQ(stream_operand_bytes(256 * kMiB, 300 * kMiB, 2), 600 * kMiB);
+  EXPECT_EQ(stream_operand_bytes(256 * kMiB, 300 * kMiB, 8), 256 * kMiB);
+  EXPECT_EQ(stream_operand_bytes(256 * kMiB, 0, 1), 256 * kMiB);
+  EXPECT_EQ(stream_operand_bytes(0, 300 * kMiB + 1, 3), 401 * kMiB);        // rounded up to a MiB
+  EXPECT_EQ(stream_operand_bytes(256 * kMiB, 300 * kMiB, 0), 1200 * kMiB);  // no ranks: one
+}
+
 TEST(MachineFacts, NumaNodesAreTheNodeDirectories) {
   EXPECT_EQ(count_numa_nodes({"node0", "node1", "possible", "online", "has_cpu", "power"}), 2);
   EXPECT_EQ(count_numa_nodes({"node", "nodeX", "node12"}), 1);
@@ -47,6 +69,15 @@ TEST(MachineFacts, AFakeSysrootIsReadEndToEnd) {
   fs::create_directories(root / "sys/devices/system/node/node0");
   fs::create_directories(root / "sys/devices/system/node/node1");
   put("sys/devices/system/node/online", "0-1\n");
+  // cpu0's caches: L1d, L2 and an L3 of 300 MiB (one H200 VM's), and an index without a size.
+  const std::string cache = "sys/devices/system/cpu/cpu0/cache/";
+  put(cache + "index0/level", "1\n");
+  put(cache + "index0/size", "48K\n");
+  put(cache + "index2/level", "2\n");
+  put(cache + "index2/size", "2048K\n");
+  put(cache + "index3/level", "3\n");
+  put(cache + "index3/size", "307200K\n");
+  put(cache + "index4/level", "4\n");
   put("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.1\nGCC\n");
   const std::string dev = "sys/bus/pci/devices/0000:1b:00.0/";
   put(dev + "numa_node", "1\n");
@@ -59,6 +90,7 @@ TEST(MachineFacts, AFakeSysrootIsReadEndToEnd) {
   EXPECT_EQ(h.at("thp_enabled"), "madvise");
   EXPECT_EQ(h.at("thp_defrag"), "madvise");
   EXPECT_EQ(h.at("numa_nodes"), 2);
+  EXPECT_EQ(h.at("llc_bytes"), uint64_t{307200} * 1024);
   EXPECT_EQ(h.at("nvidia_driver"), "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.1");
   const nlohmann::json p = pci_facts("0000:1B:00.0", root.string());  // as CUDA spells it
   EXPECT_EQ(p.at("numa_node"), 1);
@@ -71,6 +103,7 @@ TEST(MachineFacts, AFakeSysrootIsReadEndToEnd) {
   const nlohmann::json m = machine_context({"0000:1B:00.0", "0000:ff:00.0"}, root.string());
   EXPECT_EQ(m.at("thp_enabled"), "madvise");
   EXPECT_EQ(m.at("numa_nodes"), 2);
+  EXPECT_EQ(m.at("llc_bytes"), h.at("llc_bytes"));
   EXPECT_EQ(m.at("gpu_numa_node"), (nlohmann::json{1, -1}));
   EXPECT_EQ(m.at("pcie_width").at(0).at("max"), 16);
   EXPECT_EQ(m.at("driver").at("nvidia"), h.at("nvidia_driver"));
