@@ -32,7 +32,7 @@ constexpr int kCeilingTries = 3;  // each ceiling is the best of this many timed
 // The host add's ceilings take more tries: host memory is shared with the machine's other work, and
 // on one H200 VM (16 cores) the best of 3 read 63 to 142 GB/s in eleven runs within four minutes,
 // once below what the cases' own adds then kept (87 GB/s: steps 7% under their bound). A try is
-// about 20 ms, so 12 of them cost a quarter of a second per rank and outlast short disturbances.
+// 20 to 40 ms, so 12 of them cost under half a second per rank and outlast short disturbances.
 constexpr int kHostTries = 12;
 
 }  // namespace
@@ -258,7 +258,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
     const uint64_t el = hb / 4;
     host_add(a, DType::fp32, b, DType::fp32, el, host_threads_);  // warm-up (thread team)
     all_ranks_barrier(rank, p, what);
-    // About 2.4 GB moved per try whatever the operands' size (3 adds of 256 MiB, 1 of 1.2 GiB).
+    // Three adds a try on 256 MiB operands (2.4 GB moved), fewer on larger ones, at least one
+    // (3.8 GB on the 1200 MiB of one H200 VM).
     const int host_iters = static_cast<int>(std::max<uint64_t>(1, 3 * (uint64_t{256} << 20) / hb));
     double hms = 0;  // the best of kHostTries, as `timed`
     for (int t = 0; t < kHostTries; ++t) {
