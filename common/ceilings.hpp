@@ -43,6 +43,10 @@ struct Ceilings {
   // The CPU add and pinned D2H copies at once, as cpu-add runs them: host memory's bytes per second
   // shared by both (the add's bytes read + written, plus the bytes the DMA wrote). 0: not measured.
   double host_memory_gbps = 0;
+  // Of which the CPU add's own bytes per second in that measurement (the D2Hs inside it, about 4/5
+  // of its time): the add's rate while D2Hs land, an upper figure (it also ran alone at its end).
+  // 0: not measured.
+  double host_add_during_d2h_gbps = 0;
   // Dense GEMM (cuBLAS, square), 1e12 FLOP/s, in the gradient dtypes of --backward gemm cases.
   double gemm_tflops_bf16 = 0;
   double gemm_tflops_fp32 = 0;  // TF32 tensor cores when the run has --tf32

@@ -156,11 +156,15 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   return w;
 }
 
-Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps) {
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps,
+                        double host_add_during_d2h_seen_gbps) {
   // Only a measured ceiling is raised: with none (host backend, --ceilings off) there is no bound.
   if (c.host_add_gbps > 0) c.host_add_gbps = std::max(c.host_add_gbps, host_add_seen_gbps);
   if (c.host_memory_gbps > 0)
     c.host_memory_gbps = std::max(c.host_memory_gbps, host_memory_seen_gbps);
+  if (c.host_add_during_d2h_gbps > 0)
+    c.host_add_during_d2h_gbps =
+        std::max(c.host_add_during_d2h_gbps, host_add_during_d2h_seen_gbps);
   return c;
 }
 
@@ -189,6 +193,26 @@ double backward_at(double flops, uint64_t elements, const Ceilings& c, DType gra
 double host_head_ms(const BoundWork& w, const Ceilings& c, DType grad) {
   return std::max(over(w.head_d2h, c.d2h_gbps),
                   backward_at(w.head_flops, w.head_elements, c, grad));
+}
+
+double host_after_head_ms(const BoundWork& w, const Ceilings& c) {
+  const double d2h_after = static_cast<double>(w.d2h - w.head_d2h);
+  const double adds_ms = over(w.host, c.host_add_gbps);
+  // Host memory shared: the adds and every copy still to land at the rate both reached at once.
+  double ms = std::max(adds_ms, over(w.host + w.h2d + d2h_after, c.host_memory_gbps));
+  // Time-shared: while a D2H lands the add runs at most at host_add_during_d2h, alone at host_add.
+  // However the D2Hs still to land (d2h_after at the d2h ceiling) fall among the adds, each of
+  // their ms costs the adds (1 - during / alone) ms of their own; D2Hs beside no add cost more (the
+  // whole ms), so this is the least. Sharing host memory by rate instead (the line above) would
+  // let the add take what the DMA leaves, which it did not: on one H200, with D2Hs at 33 GB/s
+  // beside it, cpu-add-pipelined's add kept 99 GB/s of the 116 it ran alone, on the line between
+  // alone and beside D2Hs at full rate (95), not at 116 (docs/DESIGN.md §6, reports/README.md).
+  if (c.host_add_gbps > 0 && c.host_add_during_d2h_gbps > 0 && c.d2h_gbps > 0) {
+    const double d2h_ms = over(d2h_after, c.d2h_gbps);
+    const double slowed = std::max(0.0, 1.0 - c.host_add_during_d2h_gbps / c.host_add_gbps);
+    ms = std::max({ms, d2h_ms, adds_ms + d2h_ms * slowed});
+  }
+  return ms;
 }
 
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad) {
@@ -230,12 +254,8 @@ Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType gr
                       link_ms(w.tail_rs_link) + over(w.tail_d2h, c.d2h_gbps) +
                       over(w.tail_host, c.host_add_gbps);
   // Host adds: none starts before the first added shard's D2H (and all before it) has landed.
-  // After it, every host add, beside the D2Hs still to land (host memory shared).
-  const double after_head = static_cast<double>(w.host + w.h2d + (w.d2h - w.head_d2h));
-  const double host_path =
-      w.host > 0 ? host_head_ms(w, c, grad) +
-                       std::max(over(w.host, c.host_add_gbps), over(after_head, c.host_memory_gbps))
-                 : 0;
+  // After it, every host add, beside the D2Hs still to land (host_after_head_ms).
+  const double host_path = w.host > 0 ? host_head_ms(w, c, grad) + host_after_head_ms(w, c) : 0;
   if (c.device_copy_gbps > 0 || c.d2h_gbps > 0 || c.host_add_gbps > 0 || compute_ms > 0 ||
       (n >= 2 && c.reduce_scatter_busbw_gbps > 0))
     b.terms.push_back({"critical path", std::max(path, host_path)});

@@ -68,9 +68,12 @@ struct Bound {
 /// (reports/h200-limit), which put bound_ms above step_ms: a rate the hardware reached in the same
 /// run is one it allows. host_memory_gbps is raised likewise to `host_memory_seen_gbps` (the
 /// higher of what the case's own CPU adds and copies moved through host memory per ms of its step
-/// and what those after the head moved per ms after it: rates it reached at least). Other ceilings
-/// are returned as they are.
-Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0);
+/// and what those after the head moved per ms after it: rates it reached at least), and
+/// host_add_during_d2h_gbps to `host_add_during_d2h_seen_gbps` (the rate beside D2Hs at which
+/// host_after_head_ms would be the case's own step after the head: bench/bound_counters.hpp).
+/// Other ceilings are returned as they are.
+Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memory_seen_gbps = 0,
+                        double host_add_during_d2h_seen_gbps = 0);
 
 /// `c` with the GEMM ceiling of `plan`'s gradient dtype set to the rate of its own layout's GEMM
 /// backward alone (Ceilings::gemm_backward: flops / ms), where the run measured it for the plan's
@@ -87,6 +90,14 @@ Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 /// run as in the bound, which is what write_bound_counters' host memory rate rests on.
 double host_head_ms(const BoundWork& w, const Ceilings& c, DType grad);
 
+/// The least ms from the head's end (host_head_ms) to the last host byte: the largest of every host
+/// byte at host_add; those and every copy not yet landed (H2D, D2H after head_d2h) at host_memory;
+/// the D2Hs after the head at d2h; and, where host_add_during_d2h is measured, every host byte at
+/// host_add plus (1 - host_add_during_d2h / host_add) ms for each ms of those D2Hs at d2h (the
+/// add time-shared between alone and beside a D2H at full rate, the two rates the run measured).
+/// A ceiling at 0 makes its part 0.
+double host_after_head_ms(const BoundWork& w, const Ceilings& c);
+
 /// The terms of docs/DESIGN.md §6 from `w` and the ceilings `c` (GB/s = 1e9 B/s, TFLOP/s):
 /// copy engines max(H2D/h2d, D2H/d2h, (H2D+D2H)/bidir); host memory the larger of host/host_add
 /// and, with CPU adds, (host+H2D+D2H)/host_memory (the adds and the DMA share host memory); device
@@ -99,8 +110,8 @@ double host_head_ms(const BoundWork& w, const Ceilings& c, DType grad);
 /// run measured them to (with a GEMM backward the other kernels can run beside the GEMMs, whose
 /// sharing is not measured, so the term is left out);
 /// critical path the larger of (the backward, then the tail) and (the later of head_d2h at d2h and
-/// the backward up to the first added unit at the compute ceilings, then every host byte at
-/// host_add, or with the copies not yet landed at host_memory), each part over its ceiling. A part
+/// the backward up to the first added unit at the compute ceilings, then host_after_head_ms),
+/// each part over its ceiling. A part
 /// whose ceiling is 0 counts 0; a term all of whose ceilings are 0 is left out.
 Bound case_bound(const BoundWork& w, const Ceilings& c, int world_size, DType grad);
 

@@ -83,7 +83,8 @@ CEILING_KEYS = {
     "ceiling_device_copy_gbps": "device copy (read + write)",
     "ceiling_host_add_gbps": "host add a += b",
     "ceiling_host_memory_gbps": "host memory: the host add while D2Hs land, both together",
-    "host_add_during_d2h_gbps": "of which the host add (not a ceiling: what it kept)",
+    "ceiling_host_add_during_d2h_gbps": "of which the host add: its rate while D2Hs land",
+    "host_add_during_d2h_gbps": "of which the host add (runs before 2026-12-04)",
     "ceiling_reduce_scatter_busbw_gbps": "reduce-scatter bus bandwidth",
 }
 

@@ -150,6 +150,96 @@ TEST(Bound, CpuAddsAndTheirCopiesShareHostMemory) {
   EXPECT_DOUBLE_EQ(bound_ceilings(Ceilings{}, 0, 12.5).host_memory_gbps, 0.0);
 }
 
+// The add time-shared between alone (10 GB/s) and beside a D2H at full rate (8 GB/s): the same
+// cpu-add case's 20.97 MB of D2H after the head take 0.42 ms at 50 GB/s, each ms of which costs
+// the adds 1 - 8/10 = 0.2 ms: 9.2274688 + 0.08388608 ms after the 0.25 ms head. Host memory
+// shared by rate (11 GB/s here for both at once) would allow 10.30 ms; a faster one (1000 GB/s)
+// would let the adds run at their own rate, 9.23 ms, beside D2Hs that the run saw slow them down.
+// One H200 (uniform:16x64M cpu-add-pipelined SSSS, 2026-12-04 fifth run's ceilings: alone 116.46,
+// beside D2Hs 95.15, D2H 55.28 GB/s): 38.65 GB of adds and 12.88 GB of D2H after a 77.7 ms head:
+// 331.9 + 233.1 * 0.183 = 374.6 ms, against 342.8 at 150.34 GB/s shared by rate.
+TEST(Bound, TheCpuAddBesideD2hsIsTimeSharedBetweenTheTwoRatesMeasured) {
+  const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("cpu-add")), 1);
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.host_memory_gbps = 1000;
+  c.host_add_during_d2h_gbps = 8;
+  EXPECT_NEAR(host_after_head_ms(w, c), 9.2274688 + 0.4194304 * 0.2, 1e-9);
+  EXPECT_NEAR(term(case_bound(w, c, 1, DType::fp32), "critical path"),
+              0.25165824 + 9.2274688 + 0.08388608, 1e-9);
+  c.host_memory_gbps = 11;  // shared by rate the larger: 113.25 MB at 11 GB/s
+  EXPECT_NEAR(host_after_head_ms(w, c), 113'246'208.0 / 11e9 * 1e3, 1e-9);
+  c.host_add_during_d2h_gbps = 12;  // read above the add alone: no cost, never a gain
+  c.host_memory_gbps = 1000;
+  EXPECT_NEAR(host_after_head_ms(w, c), 9.2274688, 1e-9);
+  c.host_add_during_d2h_gbps = 0;  // not measured: by rate only
+  EXPECT_NEAR(host_after_head_ms(w, c), 9.2274688, 1e-9);
+  // Few adds and many D2Hs: the D2Hs still to land at their own ceiling.
+  c.host_add_during_d2h_gbps = 8;
+  c.d2h_gbps = 1;
+  EXPECT_NEAR(host_after_head_ms(w, c), 20.97152, 1e-9);
+  // The H200 figures above, by hand.
+  BoundWork h;
+  h.host = 38'654'705'664;
+  h.d2h = 17'179'869'184;
+  h.head_d2h = 4'294'967'296;
+  Ceilings hc;
+  hc.d2h_gbps = 55.28;
+  hc.host_add_gbps = 116.46;
+  hc.host_add_during_d2h_gbps = 95.15;
+  hc.host_memory_gbps = 150.34;
+  EXPECT_NEAR(host_after_head_ms(h, hc), 374.56, 0.01);
+  hc.host_add_during_d2h_gbps = 0;
+  EXPECT_NEAR(host_after_head_ms(h, hc), 342.82, 0.01);
+}
+
+// A rate beside D2Hs read too low is raised to the one at which the case's own step fits: the
+// cpu-add case above (adds 9.23 ms alone at 10 GB/s, D2Hs after the head 0.42 ms at 50) in a
+// 9.5 ms step with a 0.25 ms head leaves 9.25 ms, 0.021 ms of cost for 0.42 ms of D2H: a rate of
+// 10 * (1 - 0.0497) = 9.50 GB/s. In a 10 ms step the cost could be 1.24 times the D2Hs' own ms
+// (a rate below 0): nothing is raised; in a 9.4 ms step (9.15 after the head, below the adds
+// alone) the rate is above the add's own and the cost 0.
+TEST(Bound, ARateBesideD2hsReadLowNeverPutsTheBoundAboveTheStep) {
+  const CasePlan p = plan_for("uniform:2x1M", "SSSS", spec("cpu-add"));
+  const BoundWork w = bound_work(p, 1);
+  Ceilings c;
+  c.d2h_gbps = 50;
+  c.host_add_gbps = 10;
+  c.host_add_during_d2h_gbps = 1;
+  const auto seen = [&](double step_ms) {
+    StepMetrics m;
+    m.cpu_add_bytes = w.host;
+    m.d2h_bytes = w.d2h;
+    m.step_ms = step_ms;
+    CaseTotals t(1);
+    t.add(m, {m});
+    return host_add_during_d2h_seen_gbps(t, w, c, 0.25165824);
+  };
+  const double after = 9.5 - 0.25165824, d2h_ms = 0.4194304;
+  EXPECT_NEAR(seen(9.5), 10 * (1 - (after - 9.2274688) / d2h_ms), 1e-9);
+  EXPECT_NEAR(seen(9.5), 9.50235, 1e-5);
+  EXPECT_EQ(seen(10.0), 0.0);  // the step leaves room for more than the cost: nothing to raise
+  EXPECT_GT(seen(9.4), 10.0);  // below the adds alone: a rate beside D2Hs costs nothing
+  c.host_add_during_d2h_gbps = 1;
+  EXPECT_NEAR(bound_ceilings(c, 0, 0, seen(9.5)).host_add_during_d2h_gbps, 9.50235, 1e-5);
+  EXPECT_NEAR(host_after_head_ms(w, bound_ceilings(c, 0, 0, seen(9.5))), after, 1e-9);
+  EXPECT_DOUBLE_EQ(bound_ceilings(c, 0, 0, seen(10.0)).host_add_during_d2h_gbps, 1.0);
+  EXPECT_DOUBLE_EQ(bound_ceilings(Ceilings{}, 0, 0, 9.0).host_add_during_d2h_gbps, 0.0);
+  // The counters: a run whose ceiling read 1 GB/s beside D2Hs is bounded at its own step.
+  StepMetrics m;
+  m.cpu_add_bytes = w.host;
+  m.d2h_bytes = w.d2h;
+  m.phase_ms[static_cast<int>(Phase::cpu_add)] = 9.3;
+  m.step_ms = 9.5;
+  CaseTotals t(1);
+  t.add(m, {m});
+  benchmark::UserCounters out;
+  EXPECT_EQ(write_bound_counters(out, t, p, c, 1), "critical path");
+  EXPECT_NEAR(out.at("bound_ms").value, 9.5, 1e-9);
+  EXPECT_NEAR(out.at("bound_host_add_during_d2h_gbps").value, 9.50235, 1e-5);
+}
+
 // The first CPU add (micro-batch 1, unit 1) also waits for the backward that made its gradient:
 // micro-batch 0's two units and its own, 3 Mi generator elements, 3.15 ms at 1e9 elements/s,
 // after which come the 92.27 MB of host work at 10 GB/s; its D2H head alone is 0.25 ms.
