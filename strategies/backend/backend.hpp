@@ -26,6 +26,7 @@
 #include "common/shard_check.hpp"
 #include "common/step_metrics.hpp"
 #include "common/streams.hpp"
+#include "strategies/backend/host_split.hpp"
 
 namespace shardaccum {
 
@@ -85,6 +86,10 @@ class RankBackend : public BufferOwner {
   /// The OpenMP threads of the CPU adds issued from now on (--host-threads); 0: the rank's share
   /// (--threads), as before any call. A backend without a thread team ignores it.
   virtual void set_cpu_add_threads(int threads) { (void)threads; }
+  /// How the CPU adds issued from now on split their elements over those threads (host_split.hpp):
+  /// CpuAddSplit::blocks, the suite's, as before any call, or CpuAddSplit::torch, PyTorch's
+  /// at::parallel_for. A backend without a thread team ignores it.
+  virtual void set_cpu_add_split(CpuAddSplit split) { (void)split; }
   /// dst = src converted to dst's dtype, both on the device (not a counted copy).
   virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
   /// dst *= factor in dst's space (the division axis: finalize phase). Counted in

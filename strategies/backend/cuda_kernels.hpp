@@ -8,6 +8,7 @@
 #include "common/dtype.hpp"
 #include "common/gradient_gen.hpp"
 #include "common/shard_check.hpp"
+#include "strategies/backend/host_split.hpp"
 
 namespace shardaccum::cuda {
 
@@ -75,8 +76,9 @@ void launch_check(const void* shard, DType t, uint64_t n, uint64_t j0, const Ora
 // ---------------------------------------------------------
 
 /// dst += src on the host with `threads` OpenMP threads (vectorized: fp32 += fp32, fp32 +=
-/// bf16...).
-void host_add(void* dst, DType dt, const void* src, DType st, uint64_t n, int threads);
+/// bf16...), the elements split as `split` says (host_split.hpp).
+void host_add(void* dst, DType dt, const void* src, DType st, uint64_t n, int threads,
+              CpuAddSplit split = CpuAddSplit::blocks);
 /// dst *= factor on the host.
 void host_scale(void* dst, DType t, uint64_t n, float factor, int threads);
 /// omp_get_max_threads() / world_size, at least 1.

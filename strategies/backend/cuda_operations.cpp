@@ -77,7 +77,7 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
     // NVTX only: host_op draws the CPU add on the trace's "host" track.
     nvtx::PhaseRange range(Phase::cpu_add, src.bytes() + 2 * dst.bytes(), rank_, false);
     host_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(),
-             add_threads_ > 0 ? add_threads_ : world_.host_threads());
+             add_threads_ > 0 ? add_threads_ : world_.host_threads(), add_split_);
   });
 }
 

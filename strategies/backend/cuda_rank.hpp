@@ -72,6 +72,7 @@ class CudaRank final : public RankBackend {
   /// Pinned from the arena, counted at cached_host_bytes (PyTorch's power-of-two host blocks).
   Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) override;
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
+  void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
   /// As copy, counted in param_h2d_bytes (--param-traffic on); host to device only.
   void copy_param(Buffer& dst, const Buffer& src, Stream s) override;
@@ -270,6 +271,7 @@ class CudaRank final : public RankBackend {
   uint64_t pinned_current_ = 0, pinned_peak_ = 0;
   uint64_t pageable_current_ = 0, pageable_peak_ = 0;  // plain malloc'ed host memory
   int add_threads_ = 0;  // set_cpu_add_threads; 0: the world's host_threads()
+  CpuAddSplit add_split_ = CpuAddSplit::blocks;  // set_cpu_add_split
   std::atomic<int> pinned_growths_{0};
   std::atomic<uint64_t> pinned_capacity_{0};
   bool in_step_ = false;

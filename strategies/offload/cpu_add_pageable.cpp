@@ -14,11 +14,19 @@
 namespace shardaccum {
 namespace {
 
-/// The CPU adds' threads for one add, then the rank's share again (even when the add throws).
+/// The CPU adds' threads for one add, split as PyTorch's `+=` splits it (at::parallel_for's static
+/// chunks, host_split.hpp), then the rank's share and the suite's split again (even when the add
+/// throws).
 class AddThreads {
  public:
-  AddThreads(RankBackend& be, int threads) : be_(be) { be_.set_cpu_add_threads(threads); }
-  ~AddThreads() { be_.set_cpu_add_threads(0); }
+  AddThreads(RankBackend& be, int threads) : be_(be) {
+    be_.set_cpu_add_threads(threads);
+    be_.set_cpu_add_split(CpuAddSplit::torch);
+  }
+  ~AddThreads() {
+    be_.set_cpu_add_threads(0);
+    be_.set_cpu_add_split(CpuAddSplit::blocks);
+  }
   AddThreads(const AddThreads&) = delete;
   AddThreads& operator=(const AddThreads&) = delete;
 

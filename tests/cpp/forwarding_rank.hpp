@@ -21,6 +21,7 @@ class ForwardingRank : public RankBackend {
     return in_.allocate_host_cached(t, n, s);
   }
   void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
+  void set_cpu_add_split(CpuAddSplit s) override { in_.set_cpu_add_split(s); }
   void copy(Buffer& d, const Buffer& s, Stream st) override { in_.copy(d, s, st); }
   void copy_param(Buffer& d, const Buffer& s, Stream st) override { in_.copy_param(d, s, st); }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }

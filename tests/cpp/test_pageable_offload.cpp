@@ -85,11 +85,12 @@ TEST(PageableOffload, PageableBytesAndPinnedRoundingOfOneUnit) {
 }
 
 /// One call as issued: "gen", "d2h", "d2h-pageable", "host-wait", "task", "cpu-add" (with the
-/// CPU add threads set then and whether it ran inside a host task).
+/// CPU add threads and split set then and whether it ran inside a host task).
 struct Op {
   std::string what;
   bool in_task = false;
   int threads = 0;
+  CpuAddSplit split = CpuAddSplit::blocks;
 };
 
 class RecordingRank final : public testing::ForwardingRank {
@@ -112,8 +113,12 @@ class RecordingRank final : public testing::ForwardingRank {
     threads_ = n;
     in_.set_cpu_add_threads(n);
   }
+  void set_cpu_add_split(CpuAddSplit s) override {
+    split_ = s;
+    in_.set_cpu_add_split(s);
+  }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override {
-    if (sp == MemSpace::pinned_host) ops_.push_back({"cpu-add", in_task_, threads_});
+    if (sp == MemSpace::pinned_host) ops_.push_back({"cpu-add", in_task_, threads_, split_});
     in_.add(d, s, sp, st);
   }
   // The host backend runs a task at once: what the task calls is recorded as inside it.
@@ -132,6 +137,7 @@ class RecordingRank final : public testing::ForwardingRank {
   std::vector<Op>& ops_;
   bool in_task_ = false;
   int threads_ = 0;
+  CpuAddSplit split_ = CpuAddSplit::blocks;
 };
 
 /// The calls of the last step of `offload` on two units, schedule SS at world 1, --host-threads 3.
@@ -157,14 +163,23 @@ TEST(PageableOffload, LaterSyncAddsOnTheIssuingThreadBeforeTheNextBackward) {
   EXPECT_EQ(seq.substr(0, seq.find(" task")),
             "gen d2h gen d2h gen d2h-pageable host-wait cpu-add gen d2h-pageable host-wait cpu-add")
       << seq;
+  int adds = 0;
   for (const Op& o : ops)
     if (o.what == "cpu-add" && !o.in_task) {
+      ++adds;
       EXPECT_EQ(o.threads, 3);
+      EXPECT_EQ(o.split, CpuAddSplit::torch);  // FSDP2's `+=` is PyTorch's at::parallel_for
     }
-  // The idealised cpu-add runs the same add as a host task, beside the next unit's issue.
+  EXPECT_EQ(adds, 2);
+  // The idealised cpu-add runs the same add as a host task, beside the next unit's issue, with
+  // the rank's share of threads and the suite's own split.
   std::vector<Op> ideal;
   const std::string c = last_step_of("cpu-add", ideal);
   EXPECT_NE(c.find("task cpu-add(task) gen"), std::string::npos) << c;
+  for (const Op& o : ideal)
+    if (o.what == "cpu-add") {
+      EXPECT_EQ(o.split, CpuAddSplit::blocks);
+    }
 }
 
 TEST(PageableOffload, HostThreadsReachesThePlanAndRefusesBadValues) {
