@@ -14,13 +14,13 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#define CK(x)                                                           \
-  do {                                                                  \
-    cudaError_t e_ = (x);                                               \
-    if (e_ != cudaSuccess) {                                            \
-      std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                     \
-    }                                                                   \
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__);                            \
+      std::exit(1);                                                                                \
+    }                                                                                              \
   } while (0)
 static void add_static(float* __restrict d, const float* __restrict s, int64_t m, int th) {
 #pragma omp parallel for simd num_threads(th) schedule(static)
