@@ -38,6 +38,23 @@ inline int run_shell(const std::string& script) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/// Runs `command` (stdout to /dev/null) with writes past `blocks` × 512 bytes failing (`ulimit
+/// -f`), SIGXFSZ ignored as on a full disk when `ignore_xfsz`. Its stderr reaches `err` through a
+/// pipe to a `cat` outside the limit, so that a long context banner is never cut short with the
+/// results. Returns the command's exit status, -1 when none was written (the shell itself failed).
+inline int run_with_file_limit(const std::string& command, int blocks, const std::string& err,
+                               bool ignore_xfsz = true) {
+  const std::string rc_file = err + ".rc";
+  std::filesystem::remove(rc_file);
+  run_shell("( " + std::string(ignore_xfsz ? "trap '' XFSZ; " : "") + "ulimit -f " +
+            std::to_string(blocks) + "; " + command + " >/dev/null; echo $? >" + rc_file +
+            " ) 2>&1 | cat >" + err);
+  std::ifstream in(rc_file);
+  int rc = -1;
+  in >> rc;
+  return in ? rc : -1;
+}
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

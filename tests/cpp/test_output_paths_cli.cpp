@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "bench_cli_support.hpp"
+#include "output_cli_support.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 namespace {
 
 using Result = shardaccum::testing::CliResult;
+using shardaccum::testing::bench_command;
+using shardaccum::testing::run_with_file_limit;
 Result run(const std::string& args) { return shardaccum::testing::run_bench_cli("", args); }
 
 const std::string kSmall =
@@ -98,12 +101,9 @@ TEST_F(OutputPaths, ATraceThroughALinkKeepsTheLinkAndWritesItsTarget) {
 // `ulimit -f` past which the trace does not fit: an error (exit 1) that leaves no temporary file,
 // not a kill by SIGXFSZ (the results' file ignores it; a run with --trace alone did not).
 TEST_F(OutputPaths, ATraceCutShortByUlimitIsAnErrorNotAKill) {
-  const int rc = std::system(("ulimit -f 8; '" + std::string(SHARDACCUM_BENCH_EXE) + "' " + kSmall +
-                              "--trace " + dir_ + "/t.json >/dev/null 2>" + dir_ +
-                              "/err; echo $? >" + dir_ + "/rc")
-                                 .c_str());
-  ASSERT_EQ(rc, 0);
-  EXPECT_EQ(slurp_file(dir_ + "/rc"), "1\n") << slurp_file(dir_ + "/err");
+  const int rc = run_with_file_limit(bench_command(kSmall + "--trace " + dir_ + "/t.json"), 8,
+                                     dir_ + "/err", false);
+  EXPECT_EQ(rc, 1) << slurp_file(dir_ + "/err");
   EXPECT_NE(slurp_file(dir_ + "/err").find("File too large"), std::string::npos)
       << slurp_file(dir_ + "/err");
   for (const auto& e : std::filesystem::directory_iterator(dir_))
