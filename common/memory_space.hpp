@@ -2,6 +2,7 @@
 // Where a buffer lives, and the direction of a counted copy (docs/DESIGN.md §4).
 #include <bit>
 #include <cstdint>
+#include <span>
 
 namespace shardaccum {
 
@@ -28,6 +29,17 @@ inline bool add_operand_in(MemSpace b, MemSpace where) {
 /// of two (torch/include/ATen/core/CachingHostAllocator.h:300-302, PowerOf2Ceil; docs/PRESETS.md
 /// F1). 0 stays 0.
 inline uint64_t cached_host_bytes(uint64_t bytes) { return bytes ? std::bit_ceil(bytes) : 0; }
+
+/// The bytes the same allocator takes for one pinned tensor per piece: Σ cached_host_bytes(piece ·
+/// elem_bytes) over `piece_numels` (element counts). FSDP2 pins each parameter's shard and each
+/// gradient's first copy separately (_fsdp_param.py FSDPParam._init_sharded_param `pin_memory()`,
+/// _fsdp_collectives.py foreach_reduce `.to("cpu", non_blocking=True)`), so its blocks are rounded
+/// per parameter, not per unit.
+inline uint64_t cached_host_bytes(std::span<const uint64_t> piece_numels, uint64_t elem_bytes) {
+  uint64_t sum = 0;
+  for (uint64_t n : piece_numels) sum += cached_host_bytes(n * elem_bytes);
+  return sum;
+}
 
 /// Direction of a counted copy, from the spaces of source and destination.
 enum class CopyDir : uint8_t { h2d, d2h, d2d };

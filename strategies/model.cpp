@@ -37,7 +37,14 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const auto param_shard = [&](size_t ui) {
     return plan.param_traffic ? padded_numel(plan.layout.units[ui].numel, n) / n * bp : 0;
   };
-  for (size_t ui = 0; ui < units; ++ui) pinned += param_shard(ui);
+  // Each unit's shard cut at its parameters (UnitGrad::pieces): the offload's pinned blocks and its
+  // pageable buffers follow them.
+  std::vector<std::vector<uint64_t>> pieces(units);
+  for (size_t ui = 0; ui < units; ++ui) pieces[ui] = param_pieces(plan.layout.units[ui], n);
+  // The host parameter shards are pinned as the offload's saved shards are (ParamTraffic).
+  for (size_t ui = 0; ui < units; ++ui)
+    if (plan.param_traffic)
+      pinned += pinned_block_bytes(offload->pinned_blocks(), param_shard(ui) / bp, pieces[ui], bp);
   // NO_SHARD (ParamTraffic's `resident`): one device copy of every unit's parameters left by the
   // step before, each replaced by a new one at its forward and its backward.
   if (in_place)
@@ -144,7 +151,9 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       p.h2d_bytes += c.h2d;
       p.d2h_bytes += c.d2h;
       p.d2h_pageable_bytes += c.d2h_pageable;
-      p.peak_pageable_bytes = std::max(p.peak_pageable_bytes, c.pageable_transient);
+      if (add)
+        p.peak_pageable_bytes =
+            std::max(p.peak_pageable_bytes, offload->pageable_transient(pieces[ui], plan.dtypes));
       const bool stored = c.new_saved;
       if (!offload->offloaded()) {
         if (stored && cast) {  // the saved shard is a converted copy of out
@@ -158,7 +167,8 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           dev -= shard * br;  // out was added into the saved shard and freed
       } else {
         dev += c.device_transient;
-        if (stored && !saved[ui].present) pinned += offload->saved_pinned_bytes(shard, plan.dtypes);
+        if (stored && !saved[ui].present)
+          pinned += offload->saved_pinned_bytes(shard, pieces[ui], plan.dtypes);
         if (mb == plan.schedule.k() - 1) {  // the accumulation boundary: its copy and destination
           const SyncCost b = offload->predicted_boundary(shard, plan.dtypes);
           p.d2h_bytes += b.d2h;

@@ -20,7 +20,7 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
   if (host_.empty()) {
     host_.resize(units.size());
     for (const UnitGrad& u : units)
-      host_[u.index] = be.allocate(MemSpace::pinned_host, param_, u.shard, Stream::h2d);
+      host_[u.index] = allocate_pinned(be, blocks_, param_, u.shard, u.pieces, Stream::h2d);
   }
   if (resident_) on_device_.resize(units.size());
   for (const UnitGrad& u : units) {  // forward order: first unit first

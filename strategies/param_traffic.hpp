@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "strategies/backend/backend.hpp"
+#include "strategies/offload/offload_policy.hpp"
 #include "strategies/unit_grad.hpp"
 
 namespace shardaccum {
@@ -23,8 +24,12 @@ class ParamTraffic {
   /// _use_sharded_flat_param, _should_free_in_backward false for NO_SHARD), so the module's
   /// parameter views (and autograd's saved ones) keep the last unshard's device tensor alive until
   /// the next unshard makes a new one: one copy of every unit's parameters is always on the device.
-  ParamTraffic(bool active, DType param, bool resident = false)
-      : active_(active), resident_(resident), param_(param) {}
+  /// `blocks`: how the host shards are pinned, as the offload value pins its saved shards (FSDP1
+  /// one FlatParameter `_local_shard.pin_memory()` per unit, FSDP2 one `pin_memory()` per
+  /// parameter, _fsdp_param.py FSDPParam._init_sharded_param; OffloadPolicy::pinned_blocks).
+  ParamTraffic(bool active, DType param, bool resident = false,
+               PinnedBlocks blocks = PinnedBlocks::exact)
+      : active_(active), resident_(resident), blocks_(blocks), param_(param) {}
   bool active() const { return active_; }
   /// The forward of one micro-batch, modelled as a copy phase at its start (the suite runs no
   /// forward compute): for each unit, first to last, its shard P_u/N is copied on the h2d stream
@@ -63,6 +68,7 @@ class ParamTraffic {
   Buffer fetch(RankBackend& be, const UnitGrad& u);
   bool active_;
   bool resident_;
+  PinnedBlocks blocks_;
   DType param_;
   std::vector<Buffer> on_device_;  // `resident`: per unit index, its latest device copy
   std::vector<Buffer> host_;       // per unit index: its sharded parameters, pinned, once per case

@@ -15,7 +15,8 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
                 plan.host_threads),
       dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())),
       params_(plan.param_traffic, plan.dtypes.grad,
-              copy_in_in_place(plan.strategy.copy_in, be.world_size())) {
+              copy_in_in_place(plan.strategy.copy_in, be.world_size()),
+              strategy_.offload().pinned_blocks()) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -25,6 +26,7 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
     u.numel = plan.layout.units[i].numel;
     u.padded = padded_numel(u.numel, n);
     u.shard = shard_numel(u.numel, n);
+    u.pieces = param_pieces(plan.layout.units[i], n);
   }
 }
 

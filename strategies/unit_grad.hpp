@@ -12,7 +12,9 @@
 //           (docs/PRESETS.md Z5).
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "common/layout.hpp"
 #include "strategies/backend/backend.hpp"
 
 namespace shardaccum {
@@ -28,7 +30,18 @@ struct UnitGrad {
   Buffer kept;
   Buffer master;
   uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
+  std::vector<uint64_t> pieces;  // param_pieces(): the shard cut at its parameters, Σ = shard
 };
+
+/// The element counts of a rank's shard of `unit`, cut where FSDP2 keeps separate tensors: one
+/// piece per parameter, in named_parameters() order, each ceil(numel_p / N) elements (FSDP2 shards
+/// every parameter on dim 0, _fsdp_param.py FSDPParam._init_sharded_param; its padding of dim 0 to
+/// a multiple of N rows is not modelled). The suite's shard is one flat slice of shard_numel(numel,
+/// N) elements, so the pieces are fitted to it: the last takes the padding and any rest, and a
+/// piece that no longer fits is clipped (at N ≥ 2, by at most one element per parameter). The
+/// pieces sum to the shard and none is 0. A unit without a parameter list: one piece, the shard.
+/// World size 1: exactly the parameters' numel, the last plus the unit's padding.
+std::vector<uint64_t> param_pieces(const FlatParam& unit, int world_size);
 
 /// Where an accumulation happens, for error messages: "unit 3 (layers.2), micro-batch 1".
 struct AddSite {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,6 +53,18 @@ uint64_t process_rss_bytes() noexcept;
 /// ncclAvg, FSDP2's ReduceOp.AVG for fp32/bf16; the division axis's `collective`).
 enum class ReduceOp : uint8_t { sum, avg };
 
+/// The pinned bytes of RankBackend::allocate_host_cached: cached_host_bytes(pieces, b) of `dtype`.
+/// BackendError (naming `who`) when `pieces` do not sum to `numel`.
+inline uint64_t host_cached_bytes(uint64_t numel, std::span<const uint64_t> pieces, DType dtype,
+                                  const std::string& who) {
+  uint64_t sum = 0;
+  for (uint64_t n : pieces) sum += n;
+  if (sum != numel)
+    throw BackendError(who + ": host-cached allocation of " + std::to_string(numel) +
+                       " elements in pieces summing to " + std::to_string(sum));
+  return cached_host_bytes(pieces, dtype_bytes(dtype));
+}
+
 /// One rank's backend. Every operation is issued on a stream; the host backend runs it at once.
 class RankBackend : public BufferOwner {
  public:
@@ -61,11 +74,15 @@ class RankBackend : public BufferOwner {
 
   /// Allocates `numel` elements at the point of use; contents are undefined (NaN on host).
   virtual Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) = 0;
-  /// Pinned host memory through a caching host allocator, as FSDP2's `.to("cpu", pin_memory)`
-  /// gets it: counted in peak_pinned_bytes at cached_host_bytes (the power of two above the
-  /// request, docs/PRESETS.md F1) while it is alive. The default, a backend without that
+  /// Pinned host memory through a caching host allocator, as PyTorch's `pin_memory()` and
+  /// `.to("cpu", non_blocking=True)` get it: one buffer of `numel` elements standing for one
+  /// tensor per entry of `pieces` (element counts summing to numel), counted in peak_pinned_bytes
+  /// at cached_host_bytes(pieces, b) (each tensor's power of two, docs/PRESETS.md F1) while it is
+  /// alive. BackendError when the pieces do not sum to numel. The default, a backend without that
   /// accounting, is a plain pinned allocation.
-  virtual Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) {
+  virtual Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s,
+                                      std::span<const uint64_t> pieces) {
+    (void)pieces;
     return allocate(MemSpace::pinned_host, dtype, numel, s);
   }
   /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces

@@ -49,11 +49,13 @@ void* CudaRank::allocate_pinned(uint64_t bytes) {
   return p;
 }
 
-Buffer CudaRank::allocate_host_cached(DType dtype, uint64_t numel, Stream s) {
+Buffer CudaRank::allocate_host_cached(DType dtype, uint64_t numel, Stream s,
+                                      std::span<const uint64_t> pieces) {
+  const uint64_t counted = host_cached_bytes(numel, pieces, dtype, who("allocate"));
   Buffer b = allocate(MemSpace::pinned_host, dtype, numel, s);
   Lock l(mu_);
   Alloc& a = allocs_.at(b.data());
-  const uint64_t extra = cached_host_bytes(a.bytes) - a.bytes;
+  const uint64_t extra = counted - a.bytes;
   a.counted += extra;
   pinned_current_ += extra;
   pinned_peak_ = std::max(pinned_peak_, pinned_current_);

@@ -70,7 +70,8 @@ class CudaRank final : public RankBackend {
   int world_size() const override;
   Buffer allocate(MemSpace space, DType dtype, uint64_t numel, Stream s) override;
   /// Pinned from the arena, counted at cached_host_bytes (PyTorch's power-of-two host blocks).
-  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s) override;
+  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s,
+                              std::span<const uint64_t> pieces) override;
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;

@@ -75,10 +75,11 @@ class HostRank final : public RankBackend {
   }
 
   // Counted at the allocator's power of two; the buffer itself holds only what was asked for.
-  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream) override {
+  Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream,
+                              std::span<const uint64_t> pieces) override {
     if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
     return allocate_counted(MemSpace::pinned_host, dtype, numel,
-                            cached_host_bytes(numel * dtype_bytes(dtype)));
+                            host_cached_bytes(numel, pieces, dtype, "host backend"));
   }
 
   void set_cpu_add_threads(int threads) override {

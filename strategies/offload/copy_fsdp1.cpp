@@ -16,6 +16,8 @@
 //    kept (_reduce_grad_no_shard 932-941): the device gradient itself is what stays until
 //    _post_backward_final_callback points .grad at _cpu_grad (prepare_gradient_for_optim). With
 //    copy-in `no-shard` (the preset's) `out` is that gradient; with `none`, a reduce-scatter copy.
+//  - its pinned `_cpu_grad` (and, with --param-traffic on, `_local_shard`) is one caching-allocator
+//    block per unit, rounded up to a power of two (PinnedBlocks::per_unit).
 // Per S: D2H shard*b_a; H2D nothing (as `copy`).
 #include "strategies/offload/offload_policy.hpp"
 
@@ -32,13 +34,18 @@ class CopyFsdp1 final : public OffloadPolicy {
     Buffer src = cast ? std::move(cast) : std::move(out);  // out is freed here when it was cast
     // A saved shard this step did not recognise (shape on the host) is overwritten in place.
     if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
-      u.saved = be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::comm);
+      u.saved =
+          allocate_pinned(be, pinned_blocks(), src.dtype(), src.numel(), u.pieces, Stream::comm);
     be.copy(u.saved, src, Stream::comm);  // after the reduce-scatter on its stream: no event
     if (be.world_size() == 1) be.host_wait(be.record(Stream::comm));  // NO_SHARD: blocking
     // _saved_grad_shard (or, under NO_SHARD, flat_param.grad itself: copy-in no-shard) stays on
     // the device until end_backward.
     u.kept = std::move(src);
   }
+
+  // _cpu_grad, pinned through PyTorch's caching host allocator, one per FlatParameter
+  // (_flat_param.py init_flat_param_attributes: `torch.zeros_like(..).pin_memory()`).
+  PinnedBlocks pinned_blocks() const override { return PinnedBlocks::per_unit; }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
                     const AddSite& site) const override {

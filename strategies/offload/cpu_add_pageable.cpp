@@ -1,11 +1,14 @@
 // Offload `cpu-add-pageable` (FSDP2's accumulating copy, docs/PRESETS.md F1, F2, F4): the first S
-// of a step is a non-blocking D2H into a pinned saved shard from the caching host allocator (sizes
-// rounded up to a power of two); a later S copies `out` into a freshly allocated pageable buffer
-// with a blocking D2H, then adds it into the saved shard on the issuing thread, so the next unit's
-// backward is issued only after the add (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
-// foreach_reduce 617-638: to_accumulate_grad, non_blocking = pin_memory and not
+// of a step is a non-blocking D2H into a pinned saved shard from the caching host allocator (each
+// parameter's block rounded up to a power of two); a later S copies `out`, parameter by parameter,
+// into a freshly allocated pageable buffer with a blocking D2H and adds it into the saved shard on
+// the issuing thread, so the next unit's backward is issued only after the adds
+// (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce 617-638, a loop over
+// the group's FSDPParams: to_accumulate_grad, non_blocking = pin_memory and not
 // to_accumulate_grad, `.to("cpu")`, grad._local_tensor += new).
-// Per later S: D2H shard*b_a (all of it pageable); a pageable shard alive during the add.
+// Per later S: D2H shard*b_a (all of it pageable); one parameter's pageable buffer alive at once.
+#include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -45,40 +48,66 @@ class CpuAddPageable final : public OffloadPolicy {
   bool offloaded() const override { return true; }
 
   // FSDP2's first S: `.to("cpu", non_blocking=True)` into pinned memory from its caching host
-  // allocator (CachingHostAllocator.h:300-302): the shared path, allocated as that allocator does.
+  // allocator (CachingHostAllocator.h:300-302), one tensor per parameter: the shared path,
+  // allocated as that allocator does.
   void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
                    const AddSite&) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
-    detail::d2h_into_saved(be, u, cast ? cast : out, true);
+    detail::d2h_into_saved(be, u, cast ? cast : out, pinned_blocks());
   }
+
+  PinnedBlocks pinned_blocks() const override { return PinnedBlocks::per_parameter; }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
                     const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
-    // A fresh pageable tensor per parameter: its pages are faulted in by the copy itself.
-    Buffer fresh = be.allocate(MemSpace::pageable_host, accum, src.numel(), Stream::copy);
     be.wait(Stream::copy, be.record(Stream::comm));
-    be.copy(fresh, src, Stream::copy);      // D2H, staged and synchronous in CUDA
-    be.host_wait(be.record(Stream::copy));  // to_accumulate_grad: a blocking copy
-    // On the issuing thread, not a host task: nothing more is issued until the add is done.
+    // On the issuing thread, not a host task: nothing more is issued until the adds are done.
     const AddThreads team(be, threads_);
-    binding.add(be, u.saved, fresh, MemSpace::pinned_host, u, site);
-    return false;  // fresh is freed here, as FSDP2's temporary is
+    // Parameter by parameter, as foreach_reduce's loop: a fresh pageable tensor (its pages
+    // faulted in by the copy itself, unless the allocator hands back memory it had freed: glibc
+    // maps a request above its mmap threshold afresh, and that threshold rises to the largest
+    // block freed, up to 32 MiB), the blocking copy, the add, and the tensor freed when the next
+    // parameter's takes its name.
+    const uint64_t whole[] = {src.numel()};
+    const std::span<const uint64_t> pieces = pieces_of(u, src.numel(), whole);
+    uint64_t off = 0;
+    for (const uint64_t n : pieces) {
+      Buffer fresh = be.allocate(MemSpace::pageable_host, accum, n, Stream::copy);
+      be.copy(fresh, src.view(off, n), Stream::copy);  // D2H, staged and synchronous in CUDA
+      be.host_wait(be.record(Stream::copy));           // to_accumulate_grad: a blocking copy
+      Buffer saved = u.saved.view(off, n);
+      binding.add(be, saved, fresh, MemSpace::pinned_host, u, site);
+      off += n;
+    }
+    return false;
   }
 
   SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
     const ShardBytes b(shard_numel, t);
     SyncCost c{0, b.accum, b.cast, 0, false};
-    c.d2h_pageable = c.pageable_transient = b.accum;
+    c.d2h_pageable = b.accum;
     return c;
   }
 
-  uint64_t saved_pinned_bytes(uint64_t shard_numel, const DTypeTriple& t) const override {
-    return cached_host_bytes(shard_numel * dtype_bytes(t.accum));
+  // One parameter's fresh tensor at a time: the largest piece.
+  uint64_t pageable_transient(std::span<const uint64_t> pieces,
+                              const DTypeTriple& t) const override {
+    uint64_t most = 0;
+    for (const uint64_t n : pieces) most = std::max(most, n);
+    return most * dtype_bytes(t.accum);
   }
 
  private:
+  /// u's pieces when they cut a shard of `numel` elements (the StepDriver's units), else `whole`.
+  static std::span<const uint64_t> pieces_of(const UnitGrad& u, uint64_t numel,
+                                             std::span<const uint64_t> whole) {
+    uint64_t sum = 0;
+    for (const uint64_t n : u.pieces) sum += n;
+    return sum == numel && !u.pieces.empty() ? std::span<const uint64_t>(u.pieces) : whole;
+  }
+
   int threads_;
 };
 

@@ -11,7 +11,7 @@ void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType 
                                 const AddSite&) const {
   Buffer cast = detail::cast_to_accum(be, out, accum);
   if (offloaded())
-    detail::d2h_into_saved(be, u, cast ? cast : out);
+    detail::d2h_into_saved(be, u, cast ? cast : out, pinned_blocks());
   else
     u.saved = cast ? std::move(cast) : std::move(out);
 }
@@ -21,6 +21,28 @@ SyncCost OffloadPolicy::predicted_start(uint64_t shard_numel, const DTypeTriple&
   // Without offload the saved shard is out itself or its conversion (the model counts that).
   if (!offloaded()) return {0, 0, 0, 0, true};
   return {0, b.accum, b.cast, 0, true};
+}
+
+uint64_t pinned_block_bytes(PinnedBlocks blocks, uint64_t numel, std::span<const uint64_t> pieces,
+                            uint64_t elem_bytes) {
+  switch (blocks) {
+  case PinnedBlocks::per_unit: return cached_host_bytes(numel * elem_bytes);
+  case PinnedBlocks::per_parameter:
+    return pieces.empty() ? cached_host_bytes(numel * elem_bytes)
+                          : cached_host_bytes(pieces, elem_bytes);
+  case PinnedBlocks::exact: break;
+  }
+  return numel * elem_bytes;
+}
+
+Buffer allocate_pinned(RankBackend& be, PinnedBlocks blocks, DType dtype, uint64_t numel,
+                       std::span<const uint64_t> pieces, Stream s) {
+  if (blocks == PinnedBlocks::exact) return be.allocate(MemSpace::pinned_host, dtype, numel, s);
+  const uint64_t one[] = {numel};
+  return be.allocate_host_cached(dtype, numel, s,
+                                 blocks == PinnedBlocks::per_parameter && !pieces.empty()
+                                     ? pieces
+                                     : std::span<const uint64_t>(one));
 }
 
 namespace detail {
@@ -36,12 +58,10 @@ uint64_t chunk_numel(uint64_t chunk_bytes, DType accum) {
   return std::max<uint64_t>(1, chunk_bytes / dtype_bytes(accum));
 }
 
-void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_cached) {
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, PinnedBlocks blocks) {
   // A saved shard this step did not recognise (shape on the host) is overwritten in place.
   if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
-    u.saved = host_cached
-                  ? be.allocate_host_cached(src.dtype(), src.numel(), Stream::copy)
-                  : be.allocate(MemSpace::pinned_host, src.dtype(), src.numel(), Stream::copy);
+    u.saved = allocate_pinned(be, blocks, src.dtype(), src.numel(), u.pieces, Stream::copy);
   be.wait(Stream::copy, be.record(Stream::comm));
   be.copy(u.saved, src, Stream::copy);
 }

@@ -18,10 +18,28 @@ struct SyncCost {
   uint64_t h2d = 0, d2h = 0;
   uint64_t device_transient = 0, pinned_transient = 0;  // bytes alive at once during the add
   bool new_saved = false;  // out (in the accum dtype) became the saved shard, as accumulate returns
-  /// Of d2h, the bytes copied into pageable host memory, and the pageable buffer alive during the
-  /// add (cpu-add-pageable: one fresh shard, freed after its add).
-  uint64_t d2h_pageable = 0, pageable_transient = 0;
+  /// Of d2h, the bytes copied into pageable host memory (cpu-add-pageable).
+  uint64_t d2h_pageable = 0;
 };
+
+/// How a value's pinned host tensors are allocated, for peak_pinned_bytes: `exact` (the bytes
+/// asked for: the idealised values), or through PyTorch's CachingHostAllocator, which rounds each
+/// tensor up to a power of two (cached_host_bytes), with one tensor per unit (`per_unit`: FSDP1's
+/// FlatParameter, `_local_shard.pin_memory()` and `_cpu_grad`, _flat_param.py
+/// FlatParamHandle.init_flat_param_attributes) or one per parameter (`per_parameter`: FSDP2,
+/// UnitGrad::pieces). On one H200, gpt2-xl, K=4: FSDP1 13,958,676,480 and FSDP2 18,828,787,968
+/// pinned bytes at their peak (reports/h200-validation-t1024/), against 13,958,676,480 and
+/// 18,818,301,952 from this rule for the parameters and gradients (12,460,889,600 unrounded).
+enum class PinnedBlocks : uint8_t { exact, per_unit, per_parameter };
+
+/// The pinned bytes a host tensor of `numel` elements of `elem_bytes` is counted as under `blocks`;
+/// `pieces` (summing to numel) are used by per_parameter only.
+uint64_t pinned_block_bytes(PinnedBlocks blocks, uint64_t numel, std::span<const uint64_t> pieces,
+                            uint64_t elem_bytes);
+/// A pinned host buffer of `numel` elements allocated as `blocks` says (RankBackend::allocate, or
+/// allocate_host_cached with the pieces of per_parameter).
+Buffer allocate_pinned(RankBackend& be, PinnedBlocks blocks, DType dtype, uint64_t numel,
+                       std::span<const uint64_t> pieces, Stream s);
 
 /// The sizes a SyncCost is made of, for a shard of `shard_numel` elements and dtypes `t`.
 struct ShardBytes {
@@ -61,10 +79,21 @@ class OffloadPolicy {
     (void)shard_numel, (void)t;
     return {};
   }
-  /// The pinned bytes an offloaded saved shard of `shard_numel` elements is counted as. Default:
-  /// shard * b_a; a value that allocates through the caching host allocator overrides it.
-  virtual uint64_t saved_pinned_bytes(uint64_t shard_numel, const DTypeTriple& t) const {
-    return shard_numel * dtype_bytes(t.accum);
+  /// How this value's pinned host tensors (its saved shards, and the parameters of
+  /// --param-traffic on) are allocated. Default: exact.
+  virtual PinnedBlocks pinned_blocks() const { return PinnedBlocks::exact; }
+  /// The pinned bytes an offloaded saved shard of `shard_numel` elements, cut into `pieces`
+  /// (UnitGrad::pieces), is counted as.
+  uint64_t saved_pinned_bytes(uint64_t shard_numel, std::span<const uint64_t> pieces,
+                              const DTypeTriple& t) const {
+    return pinned_block_bytes(pinned_blocks(), shard_numel, pieces, dtype_bytes(t.accum));
+  }
+  /// The largest pageable host buffer alive at once during one add_to_saved of a shard cut into
+  /// `pieces`, for peak_pageable_bytes. Default 0 (no pageable memory).
+  virtual uint64_t pageable_transient(std::span<const uint64_t> pieces,
+                                      const DTypeTriple& t) const {
+    (void)pieces, (void)t;
+    return 0;
   }
 
   /// The device bytes of one sync's shard kept alive (UnitGrad::kept) until the end of its backward
@@ -97,9 +126,9 @@ Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
 uint64_t chunk_numel(uint64_t chunk_bytes, DType accum);
 
 /// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of
-/// src's size): the shared first S of an offloaded step, and `copy`'s every S. `host_cached`:
-/// allocated through RankBackend::allocate_host_cached (cpu-add-pageable).
-void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, bool host_cached = false);
+/// src's size, as `blocks` says): the shared first S of an offloaded step, and `copy`'s every S.
+void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src,
+                    PinnedBlocks blocks = PinnedBlocks::exact);
 /// gpu-add's later S: H2D u.saved into a device staging buffer (accum dtype, src's elements), add
 /// `src` into it on the comm stream (binding), D2H the sum back over u.saved. Returns the staging
 /// buffer, the sum on the device (gpu-add-zero3 copies it on at the boundary). src must stay alive

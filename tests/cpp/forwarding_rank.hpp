@@ -17,8 +17,9 @@ class ForwardingRank : public RankBackend {
   Buffer allocate(MemSpace sp, DType t, uint64_t n, Stream s) override {
     return in_.allocate(sp, t, n, s);
   }
-  Buffer allocate_host_cached(DType t, uint64_t n, Stream s) override {
-    return in_.allocate_host_cached(t, n, s);
+  Buffer allocate_host_cached(DType t, uint64_t n, Stream s,
+                              std::span<const uint64_t> pieces) override {
+    return in_.allocate_host_cached(t, n, s, pieces);
   }
   void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
   void set_cpu_add_split(CpuAddSplit s) override { in_.set_cpu_add_split(s); }
