@@ -49,7 +49,8 @@ TEST(ParamPieces, PiecesPastTheShardAreClippedAndNoneIsEmpty) {
 }
 
 TEST(ParamPieces, AUnitWithoutParametersIsOnePiece) {
-  EXPECT_EQ(param_pieces(FlatParam{"u", 1009, {}}, 4), (std::vector<uint64_t>{shard_numel(1009, 4)}));
+  EXPECT_EQ(param_pieces(FlatParam{"u", 1009, {}}, 4),
+            (std::vector<uint64_t>{shard_numel(1009, 4)}));
 }
 
 // cpu-add-pageable copies and adds parameter by parameter: one pageable buffer alive at a time
@@ -61,8 +62,13 @@ TEST(ParamPieces, Fsdp2sLaterSyncsAreCopiedAndAddedPerParameter) {
     auto be = make_host_backend({world, 1});
     for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
       SCOPED_TRACE("world " + std::to_string(world) + " " + dtype);
-      CasePlan plan{l, parse_schedule("SSSS", 4), {"data-free", "cpu-add-pageable", "flag"},
-                    parse_dtype_triple(dtype), GenMode::dyadic, 7, "t"};
+      CasePlan plan{l,
+                    parse_schedule("SSSS", 4),
+                    {"data-free", "cpu-add-pageable", "flag"},
+                    parse_dtype_triple(dtype),
+                    GenMode::dyadic,
+                    7,
+                    "t"};
       plan.param_traffic = true;
       const auto o = run_two_steps(*be, plan);
       expect_bytes_and_peaks_of_the_model(o);
@@ -76,10 +82,9 @@ TEST(ParamPieces, Fsdp2sLaterSyncsAreCopiedAndAddedPerParameter) {
       EXPECT_EQ(o.measured.d2h_pageable_bytes, 12 * (sum(pieces) + plain));
       // Saved shards (fp32) and parameters (the grad dtype), each piece its power of two.
       const uint64_t bp = dtype_bytes(plan.dtypes.grad);
-      EXPECT_EQ(o.measured.peak_pinned_bytes, cached_host_bytes(pieces, 4) +
-                                                  cached_host_bytes(plain * 4) +
-                                                  cached_host_bytes(pieces, bp) +
-                                                  cached_host_bytes(plain * bp));
+      EXPECT_EQ(o.measured.peak_pinned_bytes,
+                cached_host_bytes(pieces, 4) + cached_host_bytes(plain * 4) +
+                    cached_host_bytes(pieces, bp) + cached_host_bytes(plain * bp));
     }
   }
 }
@@ -92,8 +97,13 @@ TEST(ParamPieces, PresetsPinAsFsdp1AndFsdp2DidOnGpt2Xl) {
   const Layout l = load_layout("gpt2-xl", {SHARDACCUM_CONFIG_DIR});
   for (const char* sched : {"nnnS", "SSSS"}) {
     SCOPED_TRACE(sched);
-    CasePlan f1{l, parse_schedule(sched, 4), preset("fsdp1"), parse_dtype_triple("fp32-fp32-fp32"),
-                GenMode::dyadic, 1, "t"};
+    CasePlan f1{l,
+                parse_schedule(sched, 4),
+                preset("fsdp1"),
+                parse_dtype_triple("fp32-fp32-fp32"),
+                GenMode::dyadic,
+                1,
+                "t"};
     f1.param_traffic = true;
     // FSDP1: one block per FlatParameter for `_local_shard` and `_cpu_grad`; measured equal.
     EXPECT_EQ(predict(f1, 1).peak_pinned_bytes, 13'958'676'480ull);
