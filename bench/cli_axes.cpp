@@ -75,7 +75,9 @@ std::vector<int> world_sizes(const BenchOptions& o, int default_world, int max_w
     if (!gpu_world)
       throw CliError("--world-size " + w + ": this backend has at most " +
                      std::to_string(max_world) +
-                     " ranks here (one GPU per rank on cuda; use --backend host to simulate more)");
+                     " ranks here (the host backend's limit, or under a multi-process launch the "
+                     "GPUs, one per rank); give at most " +
+                     std::to_string(max_world));
     skipped.push_back(w);
   }
   const std::string gpus =
@@ -104,6 +106,14 @@ std::vector<Schedule> schedules(const BenchOptions& o) {
       for (const CanonicalSchedule& c : kCanonicalSchedules) names.emplace_back(c.name);
     else
       names.push_back(s);
+  // `all` (the default) is the canonical schedules, which need K >= 3: an error that names --k,
+  // not a schedule the user may never have typed.
+  if (specs == std::vector<std::string>{"all"})
+    for (const int k : o.ks)
+      if (k < kCanonicalMinK)
+        throw CliError("--k " + std::to_string(k) + ": --schedule all (the default) runs the " +
+                       "canonical schedules, which need --k >= " + std::to_string(kCanonicalMinK) +
+                       "; give --k 3 or more, or literal schedules such as --schedule nS,SS");
   const auto is_literal = [](const std::string& s) {
     return s.find_first_not_of("nS") == std::string::npos;
   };

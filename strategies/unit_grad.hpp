@@ -34,13 +34,15 @@ struct UnitGrad {
 };
 
 /// The element counts of a rank's shard of `unit`, cut where FSDP2 keeps separate tensors: one
-/// piece per parameter, in named_parameters() order, each ceil(numel_p / N) elements (FSDP2 shards
-/// every parameter on dim 0, _fsdp_param.py FSDPParam._init_sharded_param; its padding of dim 0 to
-/// a multiple of N rows is not modelled). The suite's shard is one flat slice of shard_numel(numel,
-/// N) elements, so the pieces are fitted to it: the last takes the padding and any rest, and a
-/// piece that no longer fits is clipped (at N ≥ 2, by at most one element per parameter). The
-/// pieces sum to the shard and none is 0. A unit without a parameter list: one piece, the shard.
-/// World size 1: exactly the parameters' numel, the last plus the unit's padding.
+/// piece per parameter, in named_parameters() order, each FSDP2's dim-0 shard, ceil(rows / N) rows
+/// of the parameter (_fsdp_param.py FSDPParam._init_sharded_param pads dim 0 to a multiple of N and
+/// chunks it). The suite's shard is one flat slice of shard_numel(numel, N) elements, so the pieces
+/// are fitted to it: the unit's padding goes to the last; where the rows' padding is more than the
+/// unit's (N ≥ 2), the excess is taken from the largest pieces (on gpt2 at N = 8, 672 of wte's
+/// 4,825,344 elements), and in a pathological layout (more parameters of fewer rows than N than the
+/// shard has elements) the last pieces are dropped. The pieces sum to the shard and none is 0. A
+/// unit without a parameter list: one piece, the shard. World size 1: exactly the parameters'
+/// numel, the last plus the unit's padding.
 std::vector<uint64_t> param_pieces(const FlatParam& unit, int world_size);
 
 /// Where an accumulation happens, for error messages: "unit 3 (layers.2), micro-batch 1".

@@ -120,6 +120,12 @@ const std::vector<Row> kRows = {
      2,
      {"--k 8", "--schedule nnnS", "4 micro-batches"}},
     {"KMatchingLiteral", "--k 8 --schedule nnnnnnnS --preset fsdp2", 0, {"1 case on backend host"}},
+    // The canonical schedules (`all`, the default) need K >= 3: the error names --k, whether or
+    // not --schedule was typed, and the literal way out.
+    {"KBelowCanonicalDefault", "--k 2", 2, {"--k 2", "--schedule all (the default)", "nS,SS"}},
+    {"KBelowCanonicalAll", "--k 1 --schedule all", 2, {"--k 1", ">= 3"}},
+    {"KTwoLiterals", "--k 2 --schedule nS,SS --preset fsdp2", 0, {"2 cases on backend host"}},
+    {"WorldAboveHostCap", "--world-size 1025", 2, {"--world-size 1025", "give at most 1024"}},
     {"LiteralWithoutK", "--schedule nnnnnS --preset fsdp2", 0, {"1 case on backend host"}},
     {"LiteralTooLong",
      "--schedule " + kLongLiteral,

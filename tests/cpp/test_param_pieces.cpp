@@ -30,19 +30,39 @@ TEST(ParamPieces, WorldOneIsEachParameterWithTheUnitsPaddingInTheLast) {
   EXPECT_EQ(param_pieces(three_params(), 1), (std::vector<uint64_t>{15, 7, 10}));
 }
 
-TEST(ParamPieces, WorldNTakesEachParametersShareAndSumsToTheShard) {
-  // World 2: shard 16; ceil(15/2) = 8, ceil(7/2) = 4, ceil(4/2) = 2, the last + 2.
-  EXPECT_EQ(param_pieces(three_params(), 2), (std::vector<uint64_t>{8, 4, 4}));
-  // World 8: shard 8; 2, 1, 1, the last + 4.
-  EXPECT_EQ(param_pieces(three_params(), 8), (std::vector<uint64_t>{2, 1, 5}));
+TEST(ParamPieces, WorldNTakesEachParametersDim0ChunkAndSumsToTheShard) {
+  // World 2: shard 16; ceil(3/2) = 2 rows of 5, ceil(7/2) = 4, ceil(2/2) = 1 row of 2.
+  EXPECT_EQ(param_pieces(three_params(), 2), (std::vector<uint64_t>{10, 4, 2}));
+  // World 8: shard 8; one row each: 5, 1, 2.
+  EXPECT_EQ(param_pieces(three_params(), 8), (std::vector<uint64_t>{5, 1, 2}));
   for (const int n : {1, 2, 3, 5, 8, 64})
     EXPECT_EQ(sum(param_pieces(three_params(), n)), shard_numel(26, n)) << "world " << n;
 }
 
-TEST(ParamPieces, PiecesPastTheShardAreClippedAndNoneIsEmpty) {
+TEST(ParamPieces, RowPaddingBeyondTheUnitsIsTakenFromTheLargestPiece) {
+  // [9, 10] and [1] at world 8: 2 rows of 10 and 1, 21 elements, against a shard of
+  // roundup(91, 64) / 8 = 16: the 5 over come off the largest.
+  FlatParam u{"w", 91, {}};
+  u.params = {{"w", {9, 10}, 0}, {"b", {1}, 90}};
+  EXPECT_EQ(param_pieces(u, 8), (std::vector<uint64_t>{15, 1}));
+  // gpt2's wte+wpe at world 8: wte's 6,283 rows of 768 (4,825,344) give up the 672 elements of
+  // row padding that the unit's shard (4,922,976) has no room for.
+  const Layout gpt2 = load_layout("gpt2", {SHARDACCUM_CONFIG_DIR});
+  const auto p = param_pieces(gpt2.units[0], 8);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0], 4'825'344u - 672u);
+  EXPECT_EQ(p[1], 128u * 768u);
+  EXPECT_EQ(sum(p), shard_numel(gpt2.units[0].numel, 8));
+}
+
+TEST(ParamPieces, PiecesPastTheShardAreDroppedAndNoneIsEmpty) {
   // Twelve one-element parameters at world 2: shard 8 holds the first eight, one element each.
   FlatParam u{"biases", 12, {}};
-  for (uint64_t i = 0; i < 12; ++i) u.params.push_back({"b" + std::to_string(i), {1}, i});
+  for (uint64_t i = 0; i < 12; ++i) {
+    std::string name = "b";  // not "b" + to_string: g++ 12's -Wrestrict misfires on it (-Werror)
+    name += std::to_string(i);
+    u.params.push_back({name, {1}, i});
+  }
   const auto p = param_pieces(u, 2);
   EXPECT_EQ(p, std::vector<uint64_t>(8, 1));
   EXPECT_EQ(std::count(p.begin(), p.end(), 0ull), 0);
