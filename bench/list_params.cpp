@@ -46,6 +46,13 @@ std::vector<Param> list_unit_params(const json& unit, const std::string& unit_na
                                      kMaxLayoutNumel));
       n = c.mul(n, shape.back());
     }
+    // An "offset" (as --describe-layout writes it) must be where the parameter starts: the sum of
+    // the earlier shapes. A different one was silently replaced before.
+    if (auto off = p.find("offset");
+        off != p.end() && (!off->is_number_unsigned() || off->get<uint64_t>() != offset))
+      fail(source, at + " (\"" + brief_text(name) + "\"): \"offset\" " + brief_json(*off) +
+                       " is not where it starts, " + std::to_string(offset) +
+                       " (the sum of the earlier params' shapes); fix it or leave \"offset\" out");
     claim(name);
     params.push_back({std::move(name), std::move(shape), offset});
     offset = c.add(offset, n);

@@ -192,6 +192,14 @@ TEST(LayoutParams, ListParamsThatDoNotFillTheUnitAreAModelError) {
   expect_error(R"([])", "non-empty list");
   expect_error(R"({"name": "w"})", "non-empty list");
   expect_error(R"([6])", "must be an object");
+  // An "offset" must be the running one (it was silently replaced); the right one is accepted.
+  expect_error(R"([{"name": "w", "shape": [3], "offset": 3}, {"name": "b", "shape": [3]}])",
+               "\"offset\" 3 is not where it starts, 0");
+  expect_error(R"([{"name": "w", "shape": [3]}, {"name": "b", "shape": [3], "offset": -3}])",
+               "\"offset\" -3");
+  const json ok = json::parse(R"({"units": [{"name": "u", "numel": 6, "params": [
+      {"name": "w", "shape": [3], "offset": 0}, {"name": "b", "shape": [3], "offset": 3}]}]})");
+  EXPECT_EQ(layout_from_json(ok, "t").units[0].params[1].offset, 3u);
 }
 
 TEST(LayoutJson, TheDocumentListsEveryUnitWithItsParams) {
