@@ -47,15 +47,9 @@ class CpuAddPageable final : public OffloadPolicy {
 
   bool offloaded() const override { return true; }
 
-  // FSDP2's first S: `.to("cpu", non_blocking=True)` into pinned memory from its caching host
-  // allocator (CachingHostAllocator.h:300-302), one tensor per parameter: the shared path,
-  // allocated as that allocator does.
-  void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
-                   const AddSite&) const override {
-    const Buffer cast = detail::cast_to_accum(be, out, accum);
-    detail::d2h_into_saved(be, u, cast ? cast : out, pinned_blocks());
-  }
-
+  // FSDP2's first S is the shared path (OffloadPolicy::start_saved): `.to("cpu",
+  // non_blocking=True)` into pinned memory from its caching host allocator
+  // (CachingHostAllocator.h:300-302), one tensor per parameter, as pinned_blocks says.
   PinnedBlocks pinned_blocks() const override { return PinnedBlocks::per_parameter; }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
