@@ -25,7 +25,8 @@
 #            compares the two sides on one machine)
 #   validreal  the same workload on the real systems (VALID_SYSTEMS, default "fsdp2 fsdp1"), bench/real/run.py
 #            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json);
-#            VALID_TOKENS=T as above (--tokens T), VALID_MODELS="m1 m2" one JSON per model
+#            VALID_TOKENS=T as above (--tokens T), VALID_MODELS="m1 m2" one JSON per model,
+#            VALID_OFFLOADS (default cpu,none) the runner's --offload
 #   presetref the one-GPU suite job with the faithful presets (run.sh --no-real --name h200-reference-presets)
 #   torchlines the installed torch's version and the sha256 of the files docs/PRESETS.md cites
 #   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
@@ -295,7 +296,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
         name=real-$system${VALID_MODELS:+-${model%%:*}}
         s0=$SECONDS
         timeout "${VALID_TIMEOUT:-540}" python3 bench/real/run.py --system "$system" --model "$model" \
-          --schedule all --k 4 --dtype fp32-fp32-fp32 --offload cpu,none --seed 23130 --warmup 1 --steps 2 \
+          --schedule all --k 4 --dtype fp32-fp32-fp32 --offload "${VALID_OFFLOADS:-cpu,none}" --seed 23130 --warmup 1 --steps 2 \
           --tokens "${VALID_TOKENS:-0}" --out "$D/$name.json" >"$D/$name.log" 2>&1
         echo "real $system $model: rc=$? $((SECONDS - s0)) s"; grep -E '^\[real\] wrote|Error|error' "$D/$name.log" | tail -3
         step "validation real $system $model"
