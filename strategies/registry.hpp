@@ -29,7 +29,11 @@ struct AxisValueInfo {
 
 /// The pipelined offloads' default chunk: large enough that a copy runs at the PCIe ceiling, small
 /// enough that a 256 MiB shard pipelines with itself in four chunks.
-inline constexpr uint64_t kDefaultChunkBytes = uint64_t{64} << 20;
+// 128 MiB: on one H200 (two machines, reports/h200-limit-1204g) gpu-add-pipelined's adds ran at
+// 0.915-0.921 of the device copy ceiling in 128 MiB chunks against 0.891-0.907 in 64 MiB ones (a
+// kernel's fixed start and drain weigh less), at the same step (337.9 / 488.0 ms against 337.3-337.9
+// / 489.1-489.2 on uniform:16x64M / gpt2-xl, SSSS); cpu-add-pipelined's steps moved by -3% to +4%.
+inline constexpr uint64_t kDefaultChunkBytes = uint64_t{128} << 20;
 
 /// What a value's factory may need to know of the case.
 struct AxisArgs {

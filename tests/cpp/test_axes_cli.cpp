@@ -186,14 +186,14 @@ TEST(LookaheadAxis, AnUnknownValueNamesTheFlagAndTheValues) {
   EXPECT_NE(m.find("unbounded"), std::string::npos) << m;
 }
 
-// --chunk-bytes reaches every case's plan (the pipelined offloads read it); 64 MiB by default.
+// --chunk-bytes reaches every case's plan (the pipelined offloads read it); 128 MiB by default.
 TEST(ChunkBytes, ReachesEveryPlanAndRefusesLessThanOneElement) {
   const MatrixAxes a =
       axes({"--offload", "gpu-add-pipelined,cpu-add-pipelined", "--chunk-bytes", "4096"});
   const std::vector<CaseSpec> cases = build_matrix(a);
   ASSERT_FALSE(cases.empty());
   for (const CaseSpec& c : cases) EXPECT_EQ(c.plan().chunk_bytes, 4096u) << c.name();
-  EXPECT_EQ(build_matrix(axes({})).at(0).plan().chunk_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(build_matrix(axes({})).at(0).plan().chunk_bytes, uint64_t{128} << 20);
   const std::string m = cli_error({"--chunk-bytes", "0"});
   EXPECT_NE(m.find("--chunk-bytes"), std::string::npos) << m;
 }

@@ -425,11 +425,11 @@ TEST(Bound, PipelinedOffloadsKeepTheWorkAndShrinkTheTailToOneChunk) {
   CasePlan c = plan_for("uniform:2x1M", "SSSS", spec("cpu-add-pipelined"));
   c.chunk_bytes = 3 << 20;  // chunks 3 MiB and 1 MiB: the last one trails the D2H
   EXPECT_EQ(bound_work(c, 1).tail_host, (3u << 20) + (8u << 20));  // its add + the division
-  // The case at the default 64 MiB chunk: gpu-add's bytes, both directions at once.
+  // The case at the default 128 MiB chunk: gpu-add's bytes, both directions at once.
   const BoundWork w = bound_work(plan_for("uniform:16x64M", "SSSS", spec("gpu-add-pipelined")), 1);
   EXPECT_EQ(w.h2d, 12'884'901'888ull);
   EXPECT_EQ(w.d2h, 17'179'869'184ull);
-  EXPECT_EQ(w.tail_device, 3ull * 67'108'864);
+  EXPECT_EQ(w.tail_device, 3ull * 134'217'728);
 }
 
 // gemm backward, T=1024: 4 * 1024 * 64 Mi FLOPs per unit and micro-batch.
