@@ -31,8 +31,8 @@ struct AxisValueInfo {
 /// enough that a 256 MiB shard pipelines with itself in four chunks.
 // 128 MiB: on one H200 (two machines, reports/h200-limit-1204g) gpu-add-pipelined's adds ran at
 // 0.915-0.921 of the device copy ceiling in 128 MiB chunks against 0.891-0.907 in 64 MiB ones (a
-// kernel's fixed start and drain weigh less), at the same step (337.9 / 488.0 ms against 337.3-337.9
-// / 489.1-489.2 on uniform:16x64M / gpt2-xl, SSSS); cpu-add-pipelined's steps moved by -3% to +4%.
+// kernel's fixed start and drain weigh less), at the same step (uniform:16x64M 337.9 ms against
+// 337.3-337.9, gpt2-xl 488.0 against 489.1-489.2, SSSS); cpu-add-pipelined's moved by -3% to +4%.
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{128} << 20;
 
 /// What a value's factory may need to know of the case.
