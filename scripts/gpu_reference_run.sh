@@ -260,12 +260,14 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
-    # VALID_MODELS="m1 m2" (as validreal's) narrows the models, each JSON named suite-RUN-MODEL.json;
+    # VALID_MODELS="m1 m2" (as validreal's) narrows the models, the JSON named suite-RUN-M1_M2.json;
     # VALID_SUITE_RUNS narrows the runs. With validreal in the same call, the real systems and their
     # presets meet the same machine: between machines the host memory's rates differ by up to 1.7x
     # (host add ceiling 100-171 GB/s over the sessions of 2026-12-03/04, reports/README.md), more
     # than the 20% the phases are compared to.
     models=${VALID_MODELS:-uniform:16x64M gpt2-xl}
+    tag=""  # each model's name up to its first ':', as validreal's file names
+    for m in ${VALID_MODELS:-}; do tag+="${tag:+_}${m%%:*}"; done
     V=(--model "${models// /,}" --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
        --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json --grad-accumulation autograd)
     # VALID_TOKENS=T: the backward of T tokens of GEMMs on both sides (the real runner's --tokens T).
@@ -278,8 +280,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
         fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded) ;;
         *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none)"; continue ;;
       esac
-      name=suite-$run${VALID_MODELS:+-${models%%:*}}
-      name=${name// /_}
+      name=suite-$run${tag:+-$tag}
       s0=$SECONDS
       timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
       echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/$name.log" | head -3

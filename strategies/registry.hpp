@@ -27,12 +27,12 @@ struct AxisValueInfo {
   int order = 0;  // report order within the axis (ties: by name)
 };
 
-/// The pipelined offloads' default chunk: large enough that a copy runs at the PCIe ceiling, small
-/// enough that a 256 MiB shard pipelines with itself in four chunks.
-// 128 MiB: on one H200 (two machines, reports/h200-limit-1204g) gpu-add-pipelined's adds ran at
-// 0.915-0.921 of the device copy ceiling in 128 MiB chunks against 0.891-0.907 in 64 MiB ones (a
-// kernel's fixed start and drain weigh less), at the same step (uniform:16x64M 337.9 ms against
-// 337.3-337.9, gpt2-xl 488.0 against 489.1-489.2, SSSS); cpu-add-pipelined's moved by -3% to +4%.
+/// The pipelined offloads' default chunk: large enough that a copy runs at the PCIe ceiling and an
+/// add kernel at 0.92 of the device copy ceiling, small enough that a 256 MiB shard pipelines with
+/// itself in two chunks. On one H200 (two machines, reports/h200-limit-1204g) gpu-add-pipelined's
+/// adds ran at 0.915-0.921 of that ceiling in 128 MiB chunks against 0.891-0.907 in 64 MiB ones (a
+/// kernel's fixed start and drain weigh less), at the same step (uniform:16x64M 337.9 ms against
+/// 337.3-337.9, gpt2-xl 488.0 against 489.1-489.2, SSSS); cpu-add-pipelined's moved by -3% to +4%.
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{128} << 20;
 
 /// What a value's factory may need to know of the case.
