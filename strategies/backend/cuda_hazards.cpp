@@ -97,7 +97,10 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
   const auto t1 = Clock::now();
   if (const trace::ThreadTrace* tt = trace::current())  // the CPU's work on the host tasks track
     tt->complete(trace::track::kHost, phase_name(p), "host", t0, t1,
-                 {{"op", op}, {"source", "host clock"}});
+                 {{"op", op},
+                  {"source", "host clock"},
+                  // the first operand's size: a per-parameter add's rate is readable from the trace
+                  {"bytes", uses.size() ? uses.begin()->b->bytes() : 0}});
   l.lock();
   if (in_step_) {
     m_.phase_ms[static_cast<int>(p)] += ms;

@@ -85,6 +85,7 @@ class Options:
     bench: str
     layout_json: list
     device: str
+    profile_dir: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -115,7 +116,32 @@ def _parser() -> argparse.ArgumentParser:
                    "instead of --bench for the models they describe (their spec)")
     p.add_argument("--device", default="cuda", help="cuda (default), or cpu: a development mode on gloo whose "
                    "times are host times (the JSON's time_domain says so); fsdp1 there with --offload none only")
+    p.add_argument("--profile-dir", default=None, help="a folder (created if missing) that keeps, per case, the "
+                   "profiled step's Kineto trace (CASE.trace.json.gz, ui.perfetto.dev) and, on cuda, what held device "
+                   "memory at that step's start and peak, by allocating source line (CASE.memory.json: PyTorch's "
+                   "memory history, recorded from the case's start, so its cost is in that run's timings: a "
+                   "diagnosis run, not a timing run)")
     return p
+
+
+def _check_profile_dir(d: str) -> None:
+    """--profile-dir: created when missing (its parent must exist), then probed for writing, so that a
+    long run never ends with its profiles unwritable."""
+    p = Path(d)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"--profile-dir {d}: is a file; give a folder")
+    if not p.exists():
+        if not p.resolve().parent.is_dir():
+            raise UsageError(f"--profile-dir {d}: its parent folder does not exist; create it first")
+        try:
+            p.mkdir(exist_ok=True)  # every rank of a torchrun parses the flags
+        except OSError as e:
+            raise UsageError(f"--profile-dir {d}: cannot create it ({e.strerror}); choose a writable folder") from None
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".probe."):
+            pass
+    except OSError as e:
+        raise UsageError(f"--profile-dir {d}: cannot write in it ({e.strerror}); choose a writable folder") from None
 
 
 def _int(text: str, flag: str, lo: int, hi: int | None = None) -> int:
@@ -193,10 +219,15 @@ def parse(argv: list) -> Options:
             layout.describe(a.bench, m)
         except layout.LayoutError as e:
             raise UsageError(str(e)) from None
+    steps, warmup = _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0)
+    seed, tokens = _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0)
+    if a.profile_dir is not None:  # last: it creates the folder, which no other bad flag should
+        if not a.profile_dir.strip():
+            raise UsageError("--profile-dir '': an empty path; give a folder, or leave the flag out")
+        _check_profile_dir(a.profile_dir)
     return Options(a.system, models, scheds, k, triples,
-                   list(dict.fromkeys(offloads)), _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0),
-                   _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0), out, a.bench, layouts,
-                   a.device)
+                   list(dict.fromkeys(offloads)), steps, warmup, seed, tokens, out, a.bench, layouts, a.device,
+                   a.profile_dir)
 
 
 def parse_or_exit(argv: list) -> Options:

@@ -5,16 +5,19 @@ world >= 2, a barrier, so the step is the slowest rank's). No optimizer. Needs t
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 import statistics
+import sys
 import tempfile
 import time
 
 import torch
 import torch.distributed as dist
 
-from . import trace
+from . import memhist, output, trace
 
 PINNED_STAT_KEY = "allocated_bytes.peak"  # torch.cuda.memory.host_memory_stats(): pinned blocks held
 
@@ -24,6 +27,20 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
     if dist.is_initialized() and dist.get_world_size() > 1:
         dist.barrier()
+
+
+def warm_cublas(device) -> None:
+    """One small GEMM forward and backward before the first case, so that cuBLAS's workspaces (one per
+    handle: the main thread's for the forward, autograd's device thread's for the backward; 32 MiB
+    each on an H200 with torch 2.11, by the memory history of 2026-12-04) exist before any case reads
+    what earlier cases left. Without it the first case of a run counted them in its baseline and
+    peak and every later case subtracted them as leftover: a 64 MiB step between the first case
+    (nnnS) and the rest in the peak deltas of the validation. Nothing on the CPU."""
+    if device.type != "cuda":
+        return
+    a = torch.ones(8, 8, device=device, requires_grad=True)
+    torch.mm(a, a).sum().backward()
+    torch.cuda.synchronize(device)
 
 
 def run_step(system, state, schedule: str, step: int, device) -> tuple:
@@ -72,27 +89,107 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
     return {"counters": out, "cpu_time_ms": statistics.fmean(cpus), "last_step": first_step + warmup + steps - 1}
 
 
-def profiled_step(system, state, schedule: str, step: int, device) -> dict:
+def profiled_step(system, state, schedule: str, step: int, device, keep: str | None = None,
+                  history_from: int | None = None) -> dict:
     """One more step under torch.profiler (never timed as the case's step): trace.analyse of its Kineto
     events, with profiled_step_ms, that step's wall time under the profiler (ms; the profiler's own cost
     included), beside which gpu_busy_ms says how much of it the GPU worked. CUDA only ({} on the CPU:
-    there are no device copies or kernels to attribute)."""
+    there are no device copies or kernels to attribute).
+
+    keep (the runner's --profile-dir): a path prefix; the step's Kineto trace is kept as
+    KEEP.trace.json.gz (open it in ui.perfetto.dev). history_from (with keep, when the runner records
+    PyTorch's memory history, start_memory_history): torch.cuda.memory_allocated when that began (bytes);
+    the step is then bracketed by memhist's markers and KEEP.memory.json says what held device memory at
+    its start and at its peak (memhist.summarise), beside max_memory_allocated over the step."""
     if device.type != "cuda":
         return {}
     from torch.profiler import ProfilerActivity, profile
 
     system.zero_grad()  # outside the profile: DeepSpeed's deferred optimizer step runs here
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    marked = keep is not None and history_from is not None
+    if marked:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        _marker(memhist.STEP_BEGIN_BYTES, device)  # allocated and freed at once: a mark in the trace
+    # With keep, the ops' input shapes too: the kept trace then says which parameter each add was.
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=keep is not None) as prof:
         wall_ms, _ = run_step(system, state, schedule, step, device)
+    if marked:
+        _marker(memhist.STEP_END_BYTES, device)
+        _keep_memory(keep + ".memory.json", device, history_from)
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
         with open(path, encoding="utf-8") as f:
             events = json.load(f).get("traceEvents", [])
+        if keep is not None:
+            try:  # a diagnosis file: its failure must not cost the case its counters
+                _gzip_atomic(path, keep + ".trace.json.gz")
+            except OSError as e:
+                print(f"[real]   --profile-dir: trace not kept: {e}", file=sys.stderr, flush=True)
     finally:
         os.unlink(path)
     return dict(trace.analyse(events), profiled_step_ms=wall_ms)
+
+
+HISTORY_MAX_ENTRIES = 2_000_000  # trace entries kept; a case's history from its start needs ~10^4-10^5
+
+
+def start_memory_history(device) -> int | None:
+    """Starts recording PyTorch's memory history (allocations with their python stacks) for the case
+    about to be built; returns torch.cuda.memory_allocated then (bytes), or None on the CPU. Its cost
+    (a stack capture per allocation) lands in the case's timings: a diagnosis run's, says the context."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    torch.cuda.memory._record_memory_history(max_entries=HISTORY_MAX_ENTRIES, stacks="python")
+    return torch.cuda.memory_allocated(device)
+
+
+def stop_memory_history(device) -> None:
+    """Stops start_memory_history's recording; nothing on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.memory._record_memory_history(enabled=None)
+
+
+def _marker(nbytes: int, device):
+    """An allocation of a size no layout tensor has: memhist finds the profiled step between two."""
+    return torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+
+def _keep_memory(path: str, device, history_from: int) -> None:
+    """memhist's summary of the step just bracketed, at `path`. A diagnosis file: what goes wrong is
+    written in it ({"error": ...}) or, when even that fails, said on stderr; the case goes on."""
+    torch.cuda.synchronize(device)
+    try:
+        traces = torch.cuda.memory._snapshot().get("device_traces", [])
+        index = device.index or 0
+        doc = memhist.summarise(traces[index] if index < len(traces) else [], history_from)
+    except (ValueError, RuntimeError) as e:
+        doc = {"error": f"{type(e).__name__}: {e}"}
+    doc["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
+    doc["allocated_before_history_bytes"] = history_from
+    try:
+        output.write_atomic(path, doc)
+    except OSError as e:
+        print(f"[real]   --profile-dir: {path} not written: {e}", file=sys.stderr, flush=True)
+
+
+def _gzip_atomic(src: str, dst: str) -> None:
+    """src gzipped to dst through a temporary file beside it, so a reader never sees half a trace."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(dst) + ".", suffix=".tmp", dir=os.path.dirname(dst) or ".")
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600; the kept trace is an ordinary file
+        with open(src, "rb") as fin, os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as fout:
+            shutil.copyfileobj(fin, fout)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def pinned_allocated(device) -> int | None:

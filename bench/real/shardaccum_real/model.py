@@ -36,7 +36,8 @@ def as_2d(shape) -> tuple:
 class _Inject(torch.autograd.Function):
     """forward: passes the activation on (plus, with tokens, a [T, cols] x [cols, rows] GEMM: 2*T*numel
     FLOPs); backward: the activation's gradient passes on, the parameter's gradient is the generator's
-    values (plus, with tokens, the two backward GEMMs, 4*T*numel FLOPs, their weight gradient dropped)."""
+    values (plus, with tokens, the two backward GEMMs, 4*T*numel FLOPs, the weight gradient's written
+    into the gradient tensor and then overwritten by the generator)."""
 
     @staticmethod
     def forward(ctx, x, weight, unit_param):
@@ -53,13 +54,18 @@ class _Inject(torch.autograd.Function):
     def backward(ctx, grad_x):
         mod, unit, param = ctx.unit_param
         dtype, device = ctx.meta
+        grad_w = torch.empty(param.shape, dtype=dtype, device=device)
         if mod.tokens > 0:
             (w,) = ctx.saved_tensors
             rows, cols = as_2d(param.shape)
             g_out = mod.token_buffer(rows, w)
             torch.mm(g_out, w.detach().reshape(rows, cols))           # d activation: 2*T*numel
-            torch.mm(g_out.t(), mod.token_buffer(cols, w))            # d weight, dropped: 2*T*numel
-        grad_w = torch.empty(param.shape, dtype=dtype, device=device)
+            # d weight: 2*T*numel, written into the gradient itself, as nn.Linear's backward makes
+            # its weight gradient (and the suite's GEMM, beta 1 into the gradient), then overwritten
+            # by the generator's values. Into a temporary of its own it held one more
+            # parameter-sized buffer at the real peaks (256 MiB on uniform:16x64M, by the memory
+            # history of 2026-12-04) that neither FSDP nor the suite has.
+            torch.mm(g_out.t(), mod.token_buffer(cols, w), out=grad_w.view(rows, cols))
         mod.fill(grad_w, mod.state.key(unit), param.offset)
         return grad_x, grad_w, None
 

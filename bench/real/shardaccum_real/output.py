@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -100,3 +101,9 @@ def write_atomic(path: str, doc: dict) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def case_file_stem(name: str) -> str:
+    """A case's name as a file name: every character outside [A-Za-z0-9._-] becomes '_'
+    ('real/system:fsdp2/model:gpt2-xl/...' -> 'real_system_fsdp2_model_gpt2-xl_...')."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)

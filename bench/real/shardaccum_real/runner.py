@@ -102,9 +102,17 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     build_on = torch.device("cpu") if case.system == "fsdp1" and case.offload == "cpu" else device
     leftover = measure.device_allocated(device)  # what earlier cases left (output.net_of_leftover)
     pinned_leftover = measure.pinned_allocated(device)
-    wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
-    system = _make_system(case, wl, plan, device, world)
-    settings.append((case.system, system.settings()))
+    stem = output.case_file_stem(case.name) + (f".rank{rank}" if world > 1 else "")
+    keep = os.path.join(opts.profile_dir, stem) if opts.profile_dir else None
+    history_from = measure.start_memory_history(device) if keep else None
+    try:
+        wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
+        system = _make_system(case, wl, plan, device, world)
+        settings.append((case.system, system.settings()))
+    except BaseException:
+        if history_from is not None:
+            measure.stop_memory_history(device)
+        raise
     try:
         t = measure.timed_steps(system, state, case.schedule, 0, opts.warmup, opts.steps, device, _progress)
         step = t["last_step"]
@@ -118,15 +126,20 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
         pieces = system.pieces(rank)
         _check_coverage(pieces, lay, world)
         correct, err, bound = _merged_verdict(gen.verdict(triple, DYADIC, k, world, okey_of, pieces), world)
+        # The pieces are views of the gradients: held, they would keep the last measured step's
+        # gradients alive through the profiled step after zero_grad (4 GiB on uniform:16x64M).
+        del pieces
         counters = output.net_of_leftover(dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound),
                                           leftover, pinned_leftover)
-        profiled = measure.profiled_step(system, state, case.schedule, step + 1, device)
+        profiled = measure.profiled_step(system, state, case.schedule, step + 1, device, keep, history_from)
         sources = profiled.pop(trace.SOURCES_KEY, {})
         if sources:
             _progress("  gradient H2D by range > op: " + ", ".join(f"{k}: {v} B" for k, v in sources.items()))
         counters.update(profiled)
         return counters, t["cpu_time_ms"]
     finally:
+        if history_from is not None:
+            measure.stop_memory_history(device)
         system.zero_grad()
         system.release()
         measure.release_storage(system.module)
@@ -161,6 +174,7 @@ def run(opts, ln, gen_factory) -> int:
     device = init_distributed(opts, ln)
     rank, world = ln.rank, ln.world
     gen = gen_factory()
+    measure.warm_cublas(device)
     layouts, sources = _layouts(opts)
     all_cases, skipped = cases_mod.product(opts.system, opts.models, world, opts.schedules, opts.offloads,
                                            [t.name for t in opts.dtypes], opts.tokens)
@@ -170,7 +184,13 @@ def run(opts, ln, gen_factory) -> int:
     entries, settings, failed = [], [], 0
     facts = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda or "none",
              "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else "none",
-             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "none (--device cpu)"}
+             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "none (--device cpu)",
+             # The CPU add's intra-op threads (at::parallel_for): the suite's --host-threads to compare.
+             "torch_num_threads": torch.get_num_threads()}
+    if opts.profile_dir:
+        facts["profile_dir"] = (f"{opts.profile_dir}: per case the profiled step's trace (.trace.json.gz) and, on "
+                                "CUDA, what held device memory at its start and peak (.memory.json); PyTorch's "
+                                "memory history was recorded from each case's start, its cost in the timings")
 
     def write() -> None:
         """The JSON of the cases done so far, atomically, on rank 0: after every case, so a run killed
