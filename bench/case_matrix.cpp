@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "strategies/param_traffic.hpp"
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
@@ -17,6 +18,10 @@ std::string CaseSpec::name() const {
 
 bool offloads_params(const StrategySpec& st) {
   return OffloadRegistry::get().make(st.offload, AxisArgs{})->offloaded();
+}
+
+bool param_traffic_applies(const StrategySpec& st, int world_size) {
+  return params_modelled(offloads_params(st), copy_in_in_place(st.copy_in, world_size));
 }
 
 CasePlan CaseSpec::plan() const {
@@ -37,9 +42,11 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
         for (const auto& st : a.strategies) {
           if (a.dtypes_all && d.grad != d.reduce && !copy_in_separate(st.copy_in)) continue;
           for (const auto& sc : a.schedules)
-            // Without offload the parameters stay on the GPU: the case is as off, and so its name.
+            // NO_SHARD without offload keeps its parameters whole on the GPU: the case is as
+            // off, and so its name.
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
-                             a.chunk_bytes, a.host_threads, a.param_traffic && offloads_params(st),
+                             a.chunk_bytes, a.host_threads,
+                             a.param_traffic && param_traffic_applies(st, w),
                              a.autograd_accumulation});
         }
   return cases;

@@ -28,7 +28,7 @@ struct MatrixAxes {
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
   int host_threads = 0;                       // --host-threads (cpu-add-pageable)
-  bool param_traffic = false;  // --param-traffic on (kept by the offloaded strategies' cases)
+  bool param_traffic = false;          // --param-traffic on (kept where param_traffic_applies)
   bool autograd_accumulation = false;  // --grad-accumulation autograd
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
@@ -48,7 +48,7 @@ struct CaseSpec {
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: not in the name (one per run)
   int host_threads = 0;                       // --host-threads: not in the name (one per run)
-  /// --param-traffic on; only ever true for an offloaded strategy (offloads_params).
+  /// --param-traffic on; only ever true where param_traffic_applies.
   bool param_traffic = false;
   /// --grad-accumulation autograd (CasePlan::autograd_accumulation).
   bool autograd_accumulation = false;
@@ -61,8 +61,12 @@ struct CaseSpec {
   CasePlan plan() const;
 };
 
-/// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on applies to its cases.
+/// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on copies its parameters.
 bool offloads_params(const StrategySpec& st);
+/// True when --param-traffic on has something to model in `st`'s cases at `world_size`: the
+/// copies of an offloaded strategy, or the unsharded parameters of any strategy but NO_SHARD
+/// without offload (params_modelled, strategies/param_traffic.hpp).
+bool param_traffic_applies(const StrategySpec& st, int world_size);
 
 /// The gradient dtypes of the --backward gemm cases among `cases`, each once (fp32 first): the
 /// dtypes of the run's dense GEMM ceiling.

@@ -280,9 +280,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->capture_default_str()
       ->type_name("INT");
   app.add_option("--param-traffic", o.param_traffic,
-                 "on: offloaded strategies copy each unit's parameter shard H2D before its forward "
-                 "and its backward (FSDP's CPU offload; param_h2d_bytes, case name "
-                 "/param-traffic:on); off: none. Strategies without offload ignore it")
+                 "on: each unit's unsharded parameter is held from its unshard to its reshard "
+                 "in the forward and the backward, and offloaded strategies copy its shard H2D "
+                 "into it (FSDP's CPU offload; param_h2d_bytes; case name /param-traffic:on); "
+                 "off: none. copy-in no-shard at world size 1 without offload ignores it")
       ->capture_default_str();
   app.add_option("--grad-accumulation", o.grad_accumulation,
                  "in-place: a backward that adds into the unit's existing gradient (after an n "

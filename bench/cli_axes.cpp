@@ -239,13 +239,17 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.host_threads = o.host_threads;
   a.param_traffic = o.param_traffic == "on";
   a.autograd_accumulation = o.grad_accumulation == "autograd";
-  // On applies to offloaded strategies only (CaseSpec); a run with none of them would run nothing
-  // it asked for.
-  if (a.param_traffic && std::none_of(a.strategies.begin(), a.strategies.end(),
-                                      [](const StrategySpec& st) { return offloads_params(st); }))
-    throw CliError("--param-traffic on: copies the parameters of offloaded strategies only, and "
-                   "no strategy of this run offloads (offload none); add --offload with another "
-                   "value or leave --param-traffic out");
+  // On applies where there is a parameter path to model (param_traffic_applies); a run with
+  // none would run nothing it asked for: only NO_SHARD without offload, at world size 1.
+  const auto applies = [&](const StrategySpec& st) {
+    return std::any_of(a.world_sizes.begin(), a.world_sizes.end(),
+                       [&](int w) { return param_traffic_applies(st, w); });
+  };
+  if (a.param_traffic && std::none_of(a.strategies.begin(), a.strategies.end(), applies))
+    throw CliError("--param-traffic on: no case of this run has a parameter path to model (copy-in "
+                   "no-shard at world size 1 without offload keeps its parameters whole on the "
+                   "device); add --offload with another value, another --copy-in or --world-size, "
+                   "or leave --param-traffic out");
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

@@ -91,7 +91,7 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   // The pipelined offloads' chunk (docs/DESIGN.md §3); the other values ignore it.
   benchmark::AddCustomContext("chunk_bytes", std::to_string(opts.chunk_bytes));
   benchmark::AddCustomContext("host_threads", std::to_string(opts.host_threads));
-  benchmark::AddCustomContext("param_traffic", opts.param_traffic);  // offloaded cases only
+  benchmark::AddCustomContext("param_traffic", opts.param_traffic);  // param_traffic_applies
   benchmark::AddCustomContext("grad_accumulation", opts.grad_accumulation);
   benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
   benchmark::AddCustomContext("matrix_cases", std::to_string(s.matrix_cases));

@@ -255,7 +255,8 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
   validsuite)
     # #16: the presets on the real systems' workload (bench/real/run.py's defaults here: seed 23130,
     # 1 warm-up + 2 measured steps), with the parameters' copies (--param-traffic on) as FSDP's offload
-    # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none;
+    # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none,
+    # FSDP2's with --param-traffic on (its unsharded parameters; FSDP1's NO_SHARD at world 1 has none);
     # every case accumulates as autograd does (--grad-accumulation autograd), as the real systems do.
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
     D=${VALID_DIR:-reports/h200-validation}
@@ -276,7 +277,7 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       case $run in
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
         fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
-        fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1) ;;
+        fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on) ;;
         fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded) ;;
         *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none)"; continue ;;
       esac

@@ -7,6 +7,7 @@
 
 #include "strategies/copy_in/copy_in.hpp"
 #include "strategies/gemm_workspace.hpp"
+#include "strategies/param_traffic.hpp"
 
 namespace shardaccum {
 
@@ -33,9 +34,15 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   if (plan.backward == Backward::gemm)
     dev = gemm_workspace_numel(plan.layout, plan.tokens, plan.dtypes.grad) * bg;
   // --param-traffic on: the host parameter shards, alive for the whole case (ParamTraffic).
+  // Without offload only the unsharded parameters are held (no copies, no host shards).
   const uint64_t bp = bg;  // the parameter dtype is the gradient's
-  const auto param_shard = [&](size_t ui) {
-    return plan.param_traffic ? padded_numel(plan.layout.units[ui].numel, n) / n * bp : 0;
+  const bool params_on = plan.param_traffic && params_modelled(offload->offloaded(), in_place);
+  const bool params_copied = params_on && offload->offloaded();
+  const auto param_shard = [&](size_t ui) {  // what each copy moves: this rank's shard
+    return params_copied ? padded_numel(plan.layout.units[ui].numel, n) / n * bp : 0;
+  };
+  const auto param_dev = [&](size_t ui) {  // what it lands in: the unit's unsharded parameter
+    return params_on ? padded_numel(plan.layout.units[ui].numel, n) * bp : 0;
   };
   // Each unit's shard cut at its parameters (UnitGrad::pieces): the offload's pinned blocks and its
   // pageable buffers follow them.
@@ -43,12 +50,12 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   for (size_t ui = 0; ui < units; ++ui) pieces[ui] = param_pieces(plan.layout.units[ui], n);
   // The host parameter shards are pinned as the offload's saved shards are (ParamTraffic).
   for (size_t ui = 0; ui < units; ++ui)
-    if (plan.param_traffic)
+    if (params_copied)
       pinned += pinned_block_bytes(offload->pinned_blocks(), param_shard(ui) / bp, pieces[ui], bp);
   // NO_SHARD (ParamTraffic's `resident`): one device copy of every unit's parameters left by the
   // step before, each replaced by a new one at its forward and its backward.
   if (in_place)
-    for (size_t ui = 0; ui < units; ++ui) dev += param_shard(ui);
+    for (size_t ui = 0; ui < units; ++ui) dev += param_dev(ui);
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
   uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
@@ -76,10 +83,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
 
   for (int mb = 0; mb < plan.schedule.k(); ++mb) {
     const MicroBatchMode m = plan.schedule.at(mb);
-    for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one shard alive at a time
-      dev += param_shard(ui);
+    for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one unit's at a time
+      dev += param_dev(ui);
       bump();
-      dev -= param_shard(ui);  // freed, or (NO_SHARD) the copy it replaces is
+      dev -= param_dev(ui);  // freed, or (NO_SHARD) the copy it replaces is
       p.param_h2d_bytes += param_shard(ui);
     }
     for (size_t ui = units; ui-- > 0;) {
@@ -88,19 +95,22 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
       // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::
-      // prefetch, but for the first unit of the backward), freed once the backward is issued.
-      if (ui + 1 == units) dev += param_shard(ui);
+      // after_backward, but for the first unit of the backward), freed once the backward is issued.
+      if (ui + 1 == units) dev += param_dev(ui);
       p.param_h2d_bytes += param_shard(ui);
       // A fresh grad-dtype gradient, or one that a held gradient (reduce or accum dtype, or any
       // under --grad-accumulation autograd) takes in and frees.
       const bool fresh = held[ui] || (plan.autograd_accumulation && grad_alive[ui]);
       if (!grad_alive[ui] || fresh) dev += padded * bg;
       bump();
-      if (ui > 0) {  // the next unit's prefetch, issued before this one's copy is freed
-        dev += param_shard(ui - 1);
+      // The reshard and the next unit's prefetch (ParamTraffic::after_backward): the unsharded
+      // parameter freed first; NO_SHARD's forward copy replaced only after the prefetch.
+      if (!in_place) dev -= param_dev(ui);
+      if (ui > 0) {
+        dev += param_dev(ui - 1);
         bump();
       }
-      dev -= param_shard(ui);  // freed, or (NO_SHARD) the forward's copy it replaces is
+      if (in_place) dev -= param_dev(ui);
       if (fresh) dev -= padded * bg;
       grad_alive[ui] = true;
       if (m != MicroBatchMode::sync) {

@@ -3,21 +3,25 @@
 namespace shardaccum {
 
 Buffer ParamTraffic::issue(RankBackend& be, const UnitGrad& u) {
-  Buffer dev = be.allocate(MemSpace::device, param_, u.shard, Stream::h2d);
-  be.copy_param(dev, host_[u.index], Stream::h2d);
+  // The unit's unsharded parameter (P_u padded), this rank's shard copied into its slice; the
+  // other ranks' slices are the all-gather's, whose traffic is not modelled (header).
+  if (!copies_) return be.allocate(MemSpace::device, param_, u.padded, Stream::compute);
+  Buffer dev = be.allocate(MemSpace::device, param_, u.padded, Stream::h2d);
+  Buffer slice = dev.view(static_cast<uint64_t>(be.rank()) * u.shard, u.shard);
+  be.copy_param(slice, host_[u.index], Stream::h2d);
   return dev;
 }
 
 Buffer ParamTraffic::fetch(RankBackend& be, const UnitGrad& u) {
   Buffer dev = issue(be, u);
   // The compute that reads the parameters (forward, backward) waits for their copy.
-  be.wait(Stream::compute, be.record(Stream::h2d));
+  if (copies_) be.wait(Stream::compute, be.record(Stream::h2d));
   return dev;
 }
 
 void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) {
   if (!active_) return;
-  if (host_.empty()) {
+  if (copies_ && host_.empty()) {
     host_.resize(units.size());
     for (const UnitGrad& u : units)
       host_[u.index] = allocate_pinned(be, blocks_, param_, u.shard, u.pieces, Stream::h2d);
@@ -32,27 +36,33 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
 Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
   if (!active_) return {};
   if (next_ && next_unit_ == u.index) {
-    be.wait(Stream::compute, next_copied_);  // the backward reads the prefetched parameters
+    // The backward reads the prefetched parameters.
+    if (copies_) be.wait(Stream::compute, next_copied_);
     return std::move(next_);
   }
   next_.reset();  // a prefetch for another unit (a step cut short): never read
   return fetch(be, u);
 }
 
-void ParamTraffic::after_backward(const UnitGrad& u, Buffer& params) {
-  if (resident_ && params && u.index < on_device_.size()) {
-    on_device_[u.index] = std::move(params);  // the forward's copy is freed now
+void ParamTraffic::after_backward(RankBackend& be, const UnitGrad& u, Buffer& params,
+                                  const UnitGrad* next) {
+  if (!active_) return;
+  if (resident_) {
+    // NO_SHARD frees nothing in its reshard: the prefetch's copy joins the unit's, and the
+    // forward's copy is replaced (freed) only after it.
+    if (next) prefetch(be, *next);
+    if (params && u.index < on_device_.size()) on_device_[u.index] = std::move(params);
     return;
   }
-  params.reset();
+  params.reset();  // reshard: the unsharded parameter is freed before the next one is fetched
+  if (next) prefetch(be, *next);
 }
 
 void ParamTraffic::prefetch(RankBackend& be, const UnitGrad& next) {
-  if (!active_) return;
   next_.reset();
   next_ = issue(be, next);
   next_unit_ = next.index;
-  next_copied_ = be.record(Stream::h2d);
+  if (copies_) next_copied_ = be.record(Stream::h2d);
 }
 
 }  // namespace shardaccum

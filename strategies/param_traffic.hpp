@@ -3,7 +3,9 @@
 // unit's sharded parameters in pinned host memory and copies them to the GPU before the unit's
 // forward and again before its backward (FSDP2 _fsdp_param.py all_gather_inputs, `.to(device,
 // non_blocking=True)`; FSDP1 _flat_param.py pre_unshard), competing for PCIe with the gradient's
-// copies. The all-gather that follows at world N is out of scope: only the shard P_u/N is copied.
+// copies. The copy lands in the unit's unsharded parameter (P_u padded: what the all-gather
+// fills, and what the unit's compute reads), which is alive from the unshard to the reshard; only
+// this rank's slice P_u/N is written: the all-gather's traffic at world N is out of scope.
 #include <cstdint>
 #include <vector>
 
@@ -13,11 +15,21 @@
 
 namespace shardaccum {
 
-/// One rank's parameter copies for one case. Inactive (every call a no-op) unless the case has
-/// --param-traffic on, which CaseSpec keeps for offloaded strategies only.
+/// Whether --param-traffic on has a parameter path to model: an offloaded strategy's copies, or
+/// without offload the unsharded parameters of a sharded one. Not NO_SHARD without offload
+/// (`in_place`: copy-in no-shard at world size 1), whose parameters stay whole on the device.
+inline bool params_modelled(bool offloaded, bool in_place) { return offloaded || !in_place; }
+
+/// One rank's parameter path for one case. Inactive (every call a no-op) unless the case has
+/// --param-traffic on, which CaseSpec keeps where there is a path to model (params_modelled).
+/// Without offload (`copies` false) the sharded parameters stay on the device, outside the model
+/// as before, and only the unsharded parameters are held, in the same places: allocated, not
+/// written (the all-gather's traffic is not modelled), no H2D, no pinned host shards.
 class ParamTraffic {
  public:
   /// `param` is the parameter dtype (the gradient dtype: b_param = dtype_bytes(grad)).
+  /// `copies`: the shards live in pinned host memory and each unshard copies this rank's H2D
+  /// (offloaded strategies); else nothing is copied.
   /// `resident`: each unit's latest device copy stays until its next copy replaces it, as under
   /// FSDP1's NO_SHARD with offload (copy-in no-shard at world size 1): its reshard points
   /// flat_param.data back at the CPU shard and frees no storage (_flat_param.py
@@ -28,33 +40,35 @@ class ParamTraffic {
   /// one FlatParameter `_local_shard.pin_memory()` per unit, FSDP2 one `pin_memory()` per
   /// parameter, _fsdp_param.py FSDPParam._init_sharded_param; OffloadPolicy::pinned_blocks).
   ParamTraffic(bool active, DType param, bool resident = false,
-               PinnedBlocks blocks = PinnedBlocks::exact)
-      : active_(active), resident_(resident), blocks_(blocks), param_(param) {}
+               PinnedBlocks blocks = PinnedBlocks::exact, bool copies = true)
+      : active_(active), copies_(copies), resident_(resident), blocks_(blocks), param_(param) {}
   bool active() const { return active_; }
   /// The forward of one micro-batch, modelled as a copy phase at its start (the suite runs no
   /// forward compute): for each unit, first to last, its shard P_u/N is copied on the h2d stream
-  /// into a fresh device buffer, the compute stream waits for it (the forward would read it), and
-  /// the buffer is freed (reshard after forward), or with `resident` kept in place of the unit's
-  /// previous copy (freed only now).
-  /// Allocates the pinned host shards at the first
-  /// call (once per case: FSDP's CPU-resident parameters, in the pinned peak).
+  /// into its fresh unsharded parameter, the compute stream waits for it (the forward reads
+  /// it), and the parameter is freed (reshard after forward), or with `resident` kept in place of
+  /// the unit's previous copy (freed only now). Allocates the pinned host shards at the first call
+  /// (once per case: FSDP's CPU-resident parameters, in the pinned peak).
   void forward(RankBackend& be, const std::vector<UnitGrad>& units);
-  /// Before unit u's backward: its shard in a device buffer that the caller holds until the
-  /// backward is issued, the compute stream waiting for its copy. The copy was issued by
-  /// prefetch() after the previous unit's backward, else it is issued now on the h2d stream.
+  /// Before unit u's backward: its unsharded parameter (u.padded elements, this rank's shard
+  /// copied in) that the caller holds until the backward is issued, the compute stream waiting
+  /// for its copy. The copy was issued by after_backward's prefetch after the previous unit's
+  /// backward, else it is issued now on the h2d stream.
   Buffer before_backward(RankBackend& be, const UnitGrad& u);
-  /// After unit u's backward is issued and before its gradient is synced: the next unit's shard
-  /// copied on the h2d stream into a device buffer kept for its before_backward, with no wait
-  /// yet, so the copy runs while u's reduce-scatter and offload copies do, and a host blocked on
-  /// u's D2H (FSDP1 at world size 1, FSDP2's later syncs) has already issued it. FSDP's backward
-  /// prefetch of one unit: FSDP1 BackwardPrefetch.BACKWARD_PRE, the default, issued from
-  /// _runtime_utils.py _post_backward_hook (its "_post_backward_prefetch" range, before the
-  /// reduce and offload); FSDP2 _fsdp_param_group.py FSDPParamGroup.pre_backward prefetching
-  /// the next group's all-gather. One unit's shard more is alive on the device meanwhile.
-  void prefetch(RankBackend& be, const UnitGrad& next);
-  /// After unit u's backward is issued, with the copy before_backward returned: freed, or with
-  /// `resident` kept in place of the forward's copy (which is freed now).
-  void after_backward(const UnitGrad& u, Buffer& params);
+  /// After unit u's backward is issued and before its gradient is synced, with the buffer
+  /// before_backward returned: the reshard, then the prefetch of `next` (the unit whose backward
+  /// comes next; none after the last). The reshard frees u's unsharded parameter, or with
+  /// `resident` keeps it in place of the forward's copy (freed now, after the prefetch: NO_SHARD
+  /// frees nothing). The prefetch copies next's shard on the h2d stream into its unsharded
+  /// parameter, kept for its before_backward with no wait yet, so the copy runs while u's
+  /// reduce-scatter and offload copies do, and a host blocked on u's D2H (FSDP1 at world size 1,
+  /// FSDP2's later syncs) has already issued it. The order is FSDP1's _runtime_utils.py
+  /// _post_backward_reshard (_reshard, then _prefetch_handle in its "_post_backward_prefetch"
+  /// range, before the reduce and offload); FSDP2 prefetches from
+  /// _fsdp_param_group.py FSDPParamGroup.pre_backward, yet its measured peaks hold one unit's
+  /// unsharded parameter, none prefetched beside it (reports/h200-diagnosis-1204, the memory
+  /// histories: `_fsdp_param.py` alloc_storage once at every peak, with offload and without).
+  void after_backward(RankBackend& be, const UnitGrad& u, Buffer& params, const UnitGrad* next);
   /// Frees a prefetched copy that no backward will read (a step that failed before it) and the
   /// resident copies.
   void drop_prefetch() {
@@ -63,10 +77,14 @@ class ParamTraffic {
   }
 
  private:
-  /// u's shard copied on the h2d stream into a fresh device buffer; nothing waits for it yet.
+  /// u's unsharded parameter, with `copies` this rank's shard copied into it on the h2d stream;
+  /// nothing waits for it yet.
   Buffer issue(RankBackend& be, const UnitGrad& u);
   Buffer fetch(RankBackend& be, const UnitGrad& u);
+  /// next's copy issued on the h2d stream and kept in next_, with no wait yet.
+  void prefetch(RankBackend& be, const UnitGrad& next);
   bool active_;
+  bool copies_;
   bool resident_;
   PinnedBlocks blocks_;
   DType param_;

@@ -14,9 +14,11 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
       strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes,
                 plan.host_threads),
       dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())),
-      params_(plan.param_traffic, plan.dtypes.grad,
-              copy_in_in_place(plan.strategy.copy_in, be.world_size()),
-              strategy_.offload().pinned_blocks()) {
+      params_(plan.param_traffic &&
+                  params_modelled(strategy_.offloaded(),
+                                  copy_in_in_place(plan.strategy.copy_in, be.world_size())),
+              plan.dtypes.grad, copy_in_in_place(plan.strategy.copy_in, be.world_size()),
+              strategy_.offload().pinned_blocks(), strategy_.offloaded()) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {
@@ -70,10 +72,9 @@ void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mod
   if (!accumulate)
     u.grad = be_.allocate(MemSpace::device, plan_.dtypes.grad, u.padded, Stream::compute);
   backward_pass(u, step, mb, accumulate);
-  // FSDP's backward prefetch: the next unit's parameters are on their way before this unit's
-  // gradient is synced (a host that then blocks on a D2H has issued them already).
-  if (u.index > 0) params_.prefetch(be_, units_[u.index - 1]);
-  params_.after_backward(u, params);
+  // The reshard, then FSDP's backward prefetch: the next unit's parameters are on their way
+  // before this unit's gradient is synced (a host that then blocks on a D2H has issued them).
+  params_.after_backward(be_, u, params, u.index > 0 ? &units_[u.index - 1] : nullptr);
   if (held) {
     be_.add(held, u.grad, MemSpace::device, Stream::compute);
     u.grad = std::move(held);

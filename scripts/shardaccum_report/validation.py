@@ -17,7 +17,8 @@ suite value. The figures and their tolerances (docs/DESIGN.md §9, "Validation o
 Parameters: a real system without offload holds its parameter shards on the device for the whole step
 (Σ P_u/N·b_g bytes), in the case and in its `nnnS` baseline alike; with offload it copies them in unit by
 unit (`--param-traffic on` models that copy: `param_h2d_bytes` = 2·K·Σ P_u/N·b_g, strategies/param_traffic.cpp).
-The suite's strategies without offload hold no parameters, so the suite's baseline gains Σ P_u/N·b_g =
+The suite's strategies without offload hold no parameter shards (under `--param-traffic on` only the
+unit's unsharded parameter, as the real system does beside its shards), so the suite's baseline gains Σ P_u/N·b_g =
 `param_h2d_bytes` / (2·K) of the offloaded case before the delta is taken; without that the two deltas
 would differ by the parameters that offload moves off the device, a term of the real system that the
 suite's gradient path does not hold. `h2d_ms`: the suite's h2d phase times the parameter copies with the

@@ -2,8 +2,9 @@
 // 2 * K * Σ_u (P_u/N) * b_param, measured and modelled alike at worlds 1, 2 and 4, apart from the
 // gradient path's bytes (unchanged from off), with the peaks of the model and the verdict of off;
 // each unit's forward copy at the micro-batch's start and its backward copy right before its
-// backward, which waits for it; the bound's copy engines count it; the case name's segment, the
-// strategies without offload left as off, and the flag's refusals.
+// backward, which waits for it; the bound's copy engines count it; FSDP2's world-1 peaks as its
+// memory histories give them; without offload the unsharded parameters held and nothing copied;
+// the case name's segment, NO_SHARD without offload left as off, and the flag's refusals.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -152,27 +153,107 @@ TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt)
                  " p40 w p24 w p24 w g24 p40 r24 w g40 r40");  // S
 }
 
-TEST(ParamTraffic, NameSegmentOffloadedOnlyAndRefusals) {
+// FSDP2 at world size 1, in units of one unit's gradient G = P_u * 4 bytes (16 equal units, fp32,
+// autograd's accumulation): the peaks that real FSDP2's memory histories give on uniform:16x64M
+// (reports/h200-diagnosis-1204, call 3, net of the runner's activations and GEMM scratch). Without
+// offload, nnnS: 15 accumulated gradients and the fresh one of the unit in backward, the reduce-
+// scatter's input and output one group behind, and the unit's unsharded parameter = 19 G; with
+// offload, nnnS: the 16 accumulated gradients, the fresh one and the unsharded parameter = 18 G,
+// and SSSS 3 G. The prefetched parameter is not beside the unit's at any of them.
+TEST(ParamTraffic, Fsdp2PeaksAtWorld1AreThoseOfItsMemoryHistories) {
+  auto be = make_host_backend({1, 1});
+  const std::vector<std::string> common = {"--model",
+                                           "uniform:16x1024",
+                                           "--world-size",
+                                           "1",
+                                           "--schedule",
+                                           "nnnS,nSnS,SSSS",
+                                           "--k",
+                                           "4",
+                                           "--grad-accumulation",
+                                           "autograd",
+                                           "--param-traffic",
+                                           "on"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return cases_of(std::move(more));
+  };
+  const uint64_t g = 1024 * 4;
+  std::vector<std::pair<CaseSpec, uint64_t>> expected;
+  for (const CaseSpec& c : with({"--preset", "fsdp2"}))
+    expected.emplace_back(c, c.schedule.modes == "SSSS" ? 3 * g : 18 * g);
+  for (const CaseSpec& c :
+       with({"--binding", "data-free", "--offload", "none", "--mode", "flag", "--division",
+             "collective", "--copy-in", "chunk-cat", "--lookahead", "1"}))
+    expected.emplace_back(c, c.schedule.modes == "nSnS" ? 34 * g : 19 * g);
+  ASSERT_EQ(expected.size(), 6u);
+  for (const auto& [c, peak] : expected) {
+    SCOPED_TRACE(c.name());
+    ASSERT_TRUE(c.plan().param_traffic);
+    const auto o = run_two_steps(*be, c.plan());
+    EXPECT_EQ(o.measured.peak_device_bytes, peak);
+    expect_bytes_and_peaks_of_the_model(o);
+    EXPECT_TRUE(o.correct);
+  }
+}
+
+// Without offload the unsharded parameters are held and nothing is copied: no parameter H2D, no
+// pinned host shards, the gradient path's bytes and the verdict of off, the peaks of the model,
+// at worlds 1, 2 and 4 with padded shards; at world 2 the peak holds at least the largest unit's
+// unsharded parameter more than off's.
+TEST(ParamTraffic, WithoutOffloadTheUnshardedParametersAreHeldAndNothingIsCopied) {
+  for (const int world : {1, 2, 4}) {
+    auto be = make_host_backend({world, 1});
+    const Layout layout = make_layout({1, 1009, 3, 96});
+    for (const char* sched : {"nnnS", "nSnS", "SSSS"})
+      for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
+        const CasePlan off = plan_of(layout, sched, "none", "flag", dtype, false);
+        const CasePlan on = plan_of(layout, sched, "none", "flag", dtype, true);
+        SCOPED_TRACE(std::string(sched) + " world " + std::to_string(world) + " " + dtype);
+        const auto a = run_two_steps(*be, off);
+        const auto b = run_two_steps(*be, on);
+        EXPECT_EQ(b.measured.param_h2d_bytes, 0u);
+        EXPECT_EQ(b.model.param_h2d_bytes, 0u);
+        EXPECT_EQ(b.measured.peak_pinned_bytes, a.measured.peak_pinned_bytes);
+        EXPECT_EQ(b.measured.h2d_bytes, a.measured.h2d_bytes);
+        EXPECT_EQ(b.measured.d2h_bytes, a.measured.d2h_bytes);
+        expect_bytes_and_peaks_of_the_model(b);
+        EXPECT_GT(b.measured.peak_device_bytes, a.measured.peak_device_bytes);
+        EXPECT_LE(b.measured.peak_device_bytes,
+                  a.measured.peak_device_bytes +
+                      2 * padded_numel(1009, world) * dtype_bytes(on.dtypes.grad));
+        EXPECT_EQ(b.correct, a.correct);
+        EXPECT_EQ(b.max_rel_err, a.max_rel_err);
+      }
+  }
+}
+
+TEST(ParamTraffic, NameSegmentWhereThereIsAParameterPathAndRefusals) {
   // Off (the default): no name has the segment, no plan copies parameters.
   for (const CaseSpec& c : cases_of({"--offload", "all"})) {
     EXPECT_EQ(c.name().find("param-traffic"), std::string::npos) << c.name();
     EXPECT_FALSE(c.plan().param_traffic);
   }
-  // On: the offloaded cases end with the segment; offload none runs and is named as off.
-  const std::vector<CaseSpec> on = cases_of({"--offload", "all", "--param-traffic", "on"});
+  // On: every case ends with the segment but NO_SHARD without offload (copy-in no-shard at world
+  // size 1), which runs and is named as off.
+  const std::vector<CaseSpec> on = cases_of(
+      {"--offload", "all", "--copy-in", "all", "--world-size", "1,2", "--param-traffic", "on"});
   ASSERT_FALSE(on.empty());
-  bool saw_none = false;
+  int left_as_off = 0, none_with = 0;
   for (const CaseSpec& c : on) {
     const bool offloaded = c.strategy.offload != "none";
-    saw_none = saw_none || !offloaded;
-    EXPECT_EQ(c.plan().param_traffic, offloaded) << c.name();
+    const bool no_shard = c.strategy.copy_in == "no-shard" && c.world_size == 1;
+    const bool with = offloaded || !no_shard;
+    left_as_off += with ? 0 : 1;
+    none_with += with && !offloaded ? 1 : 0;
+    EXPECT_EQ(c.plan().param_traffic, with) << c.name();
     const std::string seg = "/param-traffic:on";
     const std::string n = c.name();
-    EXPECT_EQ(n.size() > seg.size() && n.compare(n.size() - seg.size(), seg.size(), seg) == 0,
-              offloaded)
+    EXPECT_EQ(n.size() > seg.size() && n.compare(n.size() - seg.size(), seg.size(), seg) == 0, with)
         << n;
   }
-  EXPECT_TRUE(saw_none);
+  EXPECT_GT(left_as_off, 0);
+  EXPECT_GT(none_with, 0);
   const auto refusal = [](std::vector<std::string> args) {
     try {
       cases_of(std::move(args));
@@ -184,9 +265,15 @@ TEST(ParamTraffic, NameSegmentOffloadedOnlyAndRefusals) {
   const std::string bogus = refusal({"--param-traffic", "bogus"});
   EXPECT_NE(bogus.find("--param-traffic"), std::string::npos) << bogus;
   EXPECT_NE(bogus.find("bogus"), std::string::npos) << bogus;
-  // A run whose strategies all keep their gradients on the GPU would copy nothing it asked for.
-  const std::string none = refusal({"--offload", "none", "--param-traffic", "on"});
+  // A run of NO_SHARD without offload only would model nothing it asked for.
+  const std::string none = refusal(
+      {"--offload", "none", "--copy-in", "no-shard", "--world-size", "1", "--param-traffic", "on"});
   EXPECT_NE(none.find("--param-traffic"), std::string::npos) << none;
+  EXPECT_NE(none.find("no-shard"), std::string::npos) << none;
+  // At world size 2 the same strategy shards and holds its unsharded parameters: accepted.
+  EXPECT_EQ(refusal({"--offload", "none", "--copy-in", "no-shard", "--world-size", "2",
+                     "--param-traffic", "on"}),
+            "");
 }
 
 }  // namespace
