@@ -1,0 +1,74 @@
+"""FSDP1's offload cases split by kernel class: per class, GPU time and the part with no copy beside it
+(added 2026-12-05 to exposed.py's figures, from the same *.ops.csv.gz). Real side: the forward GEMM
+is cuBLAS's `tn` kernel, the backward's the `nn` (data gradient) and SIMT (weight gradient) kernels;
+suite side (its compute stream's CUPTI rows, tid 6): the `tn` and SIMT kernels are its two backward
+GEMMs, it runs no forward GEMM. Run: python3 exposed_by_kernel.py"""
+import csv
+import gzip
+
+
+def rows(path):
+    with gzip.open(path, "rt", newline="") as f:
+        yield from csv.DictReader(f)
+
+
+def union(iv):
+    out = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def no_copy_ms(iv, copies):
+    """Time of the union of `iv` that no interval of `copies` covers, in ms."""
+    cover, total = union(copies), 0.0
+    for a, b in union(iv):
+        x = a
+        for c, d in cover:
+            if d <= x:
+                continue
+            if c >= b:
+                break
+            total += max(0.0, c - x)
+            x = max(x, d)
+            if x >= b:
+                break
+        total += max(0.0, b - x)
+    return total / 1e3
+
+
+def kind(name, real):
+    if "_tn_n" in name:
+        return "forward GEMM (tn)" if real else "backward GEMM (tn)"
+    if "nn_n" in name or "simt_sgemm" in name:
+        return "backward GEMM"
+    if "fill" in name or "generate" in name:
+        return "generator/fill"
+    return "other"
+
+
+for sched in ("nnnS", "SSSS"):
+    for side, path in (("real", f"fsdp1_model_uniform_16x64M_{sched}_offload_cpu.ops.csv.gz"),
+                       ("suite", f"suite-fsdp1-{sched}.ops.csv.gz")):
+        copies, kinds = [], {}
+        for r in rows(path):
+            a, d, n = float(r["ts_us"]), float(r["dur_us"]), r["name"]
+            if "cat" in r:  # the real runner's Kineto rows
+                if r["cat"] == "gpu_memcpy":
+                    copies.append((a, a + d))
+                if r["cat"] != "kernel":
+                    continue
+            else:  # the suite's trace
+                if n.startswith("memcpy"):
+                    copies.append((a, a + d))
+                if r["tid"] != "6" or "copy_words" in n:
+                    continue
+            kinds.setdefault(kind(n, side == "real"), []).append((a, a + d))
+        every = [x for v in kinds.values() for x in v]
+        print(f"fsdp1 {sched} {side:5s}: kernels with no copy beside them {no_copy_ms(every, copies):5.1f} ms")
+        for k, v in sorted(kinds.items()):
+            busy = sum(b - a for a, b in v) / 1e3
+            print(f"    {k:20s} {len(v):4d} kernels, busy {busy:6.1f} ms, no copy beside {no_copy_ms(v, copies):5.1f} ms")
