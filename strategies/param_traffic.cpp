@@ -27,6 +27,15 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
       host_[u.index] = allocate_pinned(be, blocks_, param_, u.shard, u.pieces, Stream::h2d);
   }
   if (resident_) on_device_.resize(units.size());
+  // The root's pre-forward: the streams that copy the parameters in wait for the compute stream
+  // (the previous micro-batch's backward), so a forward's copies never run beside the backward
+  // before it. FSDP1 _runtime_utils.py _root_pre_forward -> _wait_for_computation_stream (unshard
+  // and pre-unshard streams); FSDP2 _fsdp_state.py FSDPState._root_pre_forward
+  // (all_gather_copy_in_stream, where all_gather_inputs copies the offloaded shards, and
+  // all_gather_stream wait_stream(current_stream)). Measured in FSDP1's traces
+  // (reports/h200-diagnosis-1204, call 3): each forward's first H2D starts after the last kernel of
+  // the backward before it.
+  if (copies_) be.wait(Stream::h2d, be.record(Stream::compute));
   for (const UnitGrad& u : units) {  // forward order: first unit first
     Buffer copy = fetch(be, u);
     if (resident_) on_device_[u.index] = std::move(copy);  // the previous copy is freed now

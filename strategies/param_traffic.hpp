@@ -44,8 +44,9 @@ class ParamTraffic {
       : active_(active), copies_(copies), resident_(resident), blocks_(blocks), param_(param) {}
   bool active() const { return active_; }
   /// The forward of one micro-batch, modelled as a copy phase at its start (the suite runs no
-  /// forward compute): for each unit, first to last, its shard P_u/N is copied on the h2d stream
-  /// into its fresh unsharded parameter, the compute stream waits for it (the forward reads
+  /// forward compute), after the h2d stream has waited for the compute stream's work so far
+  /// (FSDP's root pre-forward): for each unit, first to last, its shard P_u/N is copied on the h2d
+  /// stream into its fresh unsharded parameter, the compute stream waits for it (the forward reads
   /// it), and the parameter is freed (reshard after forward), or with `resident` kept in place of
   /// the unit's previous copy (freed only now). Allocates the pinned host shards at the first call
   /// (once per case: FSDP's CPU-resident parameters, in the pinned peak).

@@ -99,8 +99,9 @@ TEST(ParamTraffic, BoundCountsTheParameterCopies) {
 }
 
 /// Records, in issue order, "p<numel>" for a parameter copy, "w" for the compute stream waiting
-/// on the event recorded on the h2d stream after it, "g<numel>" for a backward and "r<numel>" for
-/// a reduce-scatter (of its input).
+/// on the event recorded on the h2d stream after it, "W" for the h2d stream waiting on one
+/// recorded on the compute stream, "g<numel>" for a backward and "r<numel>" for a reduce-scatter
+/// (of its input).
 class RecordingRank final : public testing::ForwardingRank {
  public:
   RecordingRank(RankBackend& inner, std::string& ops) : ForwardingRank(inner), ops_(ops) {}
@@ -114,10 +115,12 @@ class RecordingRank final : public testing::ForwardingRank {
   Event record(Stream s) override {
     const Event e = in_.record(s);
     if (s == Stream::h2d) h2d_ = e.id;
+    if (s == Stream::compute) compute_ = e.id;
     return e;
   }
   void wait(Stream w, Event e) override {
     if (w == Stream::compute && e.id == h2d_) ops_ += " w";
+    if (w == Stream::h2d && e.id == compute_) ops_ += " W";
     in_.wait(w, e);
   }
   void generate(Buffer& g, const GradKey& k, bool acc, Stream s) override {
@@ -136,6 +139,7 @@ class RecordingRank final : public testing::ForwardingRank {
  private:
   std::string& ops_;
   uint64_t h2d_ = 0;
+  uint64_t compute_ = 0;
 };
 
 TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt) {
@@ -145,12 +149,26 @@ TEST(ParamTraffic, EachUnitsCopyPrecedesItsForwardAndItsBackwardWhichWaitsForIt)
   const CasePlan plan =
       plan_of(make_layout({40, 24}), "nS", "cpu-add", "flag", "fp32-fp32-fp32", true);
   EXPECT_TRUE(run_two_steps(be, plan).correct);
-  // Per micro-batch: the forward's copies first to last, each waited for; then the backward last
-  // unit first, each unit's copy waited for right before its generator. The first unit's copy
-  // (40) is prefetched once the last unit's backward is issued: before that unit's reduce-scatter
-  // in the S micro-batch, and waited for only by its own backward.
-  EXPECT_EQ(ops, " p40 w p24 w p24 w g24 p40 w g40"            // n
-                 " p40 w p24 w p24 w g24 p40 r24 w g40 r40");  // S
+  // Per micro-batch: the h2d stream waits for the compute stream (FSDP's root pre-forward: the
+  // forward's copies do not run beside the backward before them), then the forward's copies first
+  // to last, each waited for; then the backward last unit first, each unit's copy waited for right
+  // before its generator. The first unit's copy (40) is prefetched once the last unit's backward
+  // is issued: before that unit's reduce-scatter in the S micro-batch, and waited for only by its
+  // own backward.
+  EXPECT_EQ(ops, " W p40 w p24 w p24 w g24 p40 w g40"            // n
+                 " W p40 w p24 w p24 w g24 p40 r24 w g40 r40");  // S
+}
+
+// Without offload nothing is copied and nothing waits for a copy: the backward's generators and
+// reduce-scatters only (the unsharded parameters are allocated on the compute stream).
+TEST(ParamTraffic, WithoutOffloadNoCopyAndNoWait) {
+  std::string ops;
+  testing::WrappedBackend be(
+      1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+  const CasePlan plan =
+      plan_of(make_layout({40, 24}), "nS", "none", "flag", "fp32-fp32-fp32", true);
+  EXPECT_TRUE(run_two_steps(be, plan).correct);
+  EXPECT_EQ(ops, " g24 g40 g24 r24 g40 r40");
 }
 
 // FSDP2 at world size 1, in units of one unit's gradient G = P_u * 4 bytes (16 equal units, fp32,
