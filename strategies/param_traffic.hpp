@@ -49,12 +49,14 @@ class ParamTraffic {
   /// stream into its fresh unsharded parameter, the compute stream waits for it (the forward reads
   /// it), and the parameter is freed (reshard after forward), or with `resident` kept in place of
   /// the unit's previous copy (freed only now). Allocates the pinned host shards at the first call
-  /// (once per case: FSDP's CPU-resident parameters, in the pinned peak).
+  /// (once per case: FSDP's CPU-resident parameters, in the pinned peak). Without `copies`: each
+  /// unit's unsharded parameter allocated and freed in turn, no wait, no copy, no host shards.
   void forward(RankBackend& be, const std::vector<UnitGrad>& units);
   /// Before unit u's backward: its unsharded parameter (u.padded elements, this rank's shard
   /// copied in) that the caller holds until the backward is issued, the compute stream waiting
   /// for its copy. The copy was issued by after_backward's prefetch after the previous unit's
-  /// backward, else it is issued now on the h2d stream.
+  /// backward, else it is issued now on the h2d stream. Without `copies`: the parameter only,
+  /// allocated on the compute stream, nothing copied and nothing waited for.
   Buffer before_backward(RankBackend& be, const UnitGrad& u);
   /// After unit u's backward is issued and before its gradient is synced, with the buffer
   /// before_backward returned: the reshard, then the prefetch of `next` (the unit whose backward

@@ -177,7 +177,10 @@ TEST(ParamTraffic, WithoutOffloadNoCopyAndNoWait) {
 // offload, nnnS: 15 accumulated gradients and the fresh one of the unit in backward, the reduce-
 // scatter's input and output one group behind, and the unit's unsharded parameter = 19 G; with
 // offload, nnnS: the 16 accumulated gradients, the fresh one and the unsharded parameter = 18 G,
-// and SSSS 3 G. The prefetched parameter is not beside the unit's at any of them.
+// and SSSS 3 G. Without offload, nSnS: the 16 saved shards of the first S beside the 15
+// accumulated gradients, the fresh one, the reduce-scatter's input and the unsharded parameter =
+// 34 G (the output is added into its saved shard and freed): the real delta of +15 G over nnnS.
+// The prefetched parameter is not beside the unit's at any of them.
 TEST(ParamTraffic, Fsdp2PeaksAtWorld1AreThoseOfItsMemoryHistories) {
   auto be = make_host_backend({1, 1});
   const std::vector<std::string> common = {"--model",
