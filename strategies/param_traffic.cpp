@@ -32,8 +32,8 @@ void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) 
   // before it. FSDP1 _runtime_utils.py _root_pre_forward -> _wait_for_computation_stream (unshard
   // and pre-unshard streams); FSDP2 _fsdp_state.py FSDPState._root_pre_forward
   // (all_gather_copy_in_stream, where all_gather_inputs copies the offloaded shards, and
-  // all_gather_stream wait_stream(current_stream)). Measured in FSDP1's traces
-  // (reports/h200-diagnosis-1204, call 3): each forward's first H2D starts after the last kernel of
+  // all_gather_stream wait_stream(current_stream)). Measured in FSDP1 and FSDP2 traces
+  // (reports/h200-diagnosis-1204, call 3): each forward's first H2D starts after the last GEMM of
   // the backward before it.
   if (copies_) be.wait(Stream::h2d, be.record(Stream::compute));
   for (const UnitGrad& u : units) {  // forward order: first unit first

@@ -2,7 +2,9 @@
 (added 2026-12-05 to exposed.py's figures, from the same *.ops.csv.gz). Real side: the forward GEMM
 is cuBLAS's `tn` kernel, the backward's the `nn` (data gradient) and SIMT (weight gradient) kernels;
 suite side (its compute stream's CUPTI rows, tid 6): the `tn` and SIMT kernels are its two backward
-GEMMs, it runs no forward GEMM. Run: python3 exposed_by_kernel.py"""
+GEMMs, it runs no forward GEMM. Then, at each micro-batch boundary of the four real offload traces,
+when the forward's parameter copies start against the end of the backward before it.
+Run: python3 exposed_by_kernel.py"""
 import csv
 import gzip
 
@@ -72,3 +74,26 @@ for sched in ("nnnS", "SSSS"):
         for k, v in sorted(kinds.items()):
             busy = sum(b - a for a, b in v) / 1e3
             print(f"    {k:20s} {len(v):4d} kernels, busy {busy:6.1f} ms, no copy beside {no_copy_ms(v, copies):5.1f} ms")
+
+# The micro-batch boundaries of the four real offload traces: per forward, the start of each H2D
+# issued after the previous backward's last GEMM began, relative to that GEMM's end (ms). A copy of the
+# next forward that ran beside the backward would start before it (a negative figure).
+print("\nforward's H2D after the last GEMM of the backward before it (ms), per micro-batch boundary:")
+for path in ("fsdp1_model_uniform_16x64M_nnnS_offload_cpu.ops.csv.gz",
+             "fsdp1_model_uniform_16x64M_SSSS_offload_cpu.ops.csv.gz",
+             "fsdp2_model_uniform_16x64M_nnnS_offload_cpu.ops.csv.gz",
+             "fsdp2_model_uniform_16x64M_SnSS_offload_cpu.ops.csv.gz"):
+    ev = sorted((float(r["ts_us"]), float(r["ts_us"]) + float(r["dur_us"]), r["cat"], r["name"])
+                for r in rows(path) if r["cat"] in ("kernel", "gpu_memcpy"))
+    starts, prev_forward = [], None
+    for i, (a, _b, cat, name) in enumerate(ev):
+        if cat != "kernel" or "gemm" not in name.lower():
+            continue
+        forward = "_tn_n" in name
+        if forward and prev_forward is False:  # the first forward GEMM after a backward
+            gemms = [e for e in ev[:i] if e[2] == "kernel" and "gemm" in e[3].lower() and "_tn_n" not in e[3]]
+            end, begin = max(e[1] for e in gemms), max(e[0] for e in gemms)
+            starts.append([round((e[0] - end) / 1e3, 3) for e in ev[:i]
+                           if e[2] == "gpu_memcpy" and "HtoD" in e[3] and e[0] > begin])
+        prev_forward = forward
+    print(f"  {path.split('.ops')[0]}: {starts}")
