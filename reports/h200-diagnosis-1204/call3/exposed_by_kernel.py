@@ -97,3 +97,11 @@ for path in ("fsdp1_model_uniform_16x64M_nnnS_offload_cpu.ops.csv.gz",
                            if e[2] == "gpu_memcpy" and "HtoD" in e[3] and e[0] > begin])
         prev_forward = forward
     print(f"  {path.split('.ops')[0]}: {starts}")
+
+# The suite's side (its FSDP1 nnnS trace): per micro-batch, the H2D copies started before its
+# backward's last GEMM ended, against the 32 (16 forward, 16 backward) a micro-batch issues.
+rs = list(rows("suite-fsdp1-nnnS.ops.csv.gz"))
+h2d = sorted(float(r["ts_us"]) for r in rs if r["name"] == "memcpy HtoD")
+gemms = sorted(float(r["ts_us"]) + float(r["dur_us"]) for r in rs if r["tid"] == "6" and "gemm" in r["name"].lower())
+print("suite fsdp1 nnnS: H2D copies started before micro-batch m's last backward GEMM ended:",
+      [(sum(1 for t in h2d if t < gemms[32 * m + 31]), 32 * (m + 1)) for m in range(4)])
