@@ -157,7 +157,7 @@ _INFO_KEYS = (("machine", "machine"), ("backend", "backend"), ("time domain", "t
               ("model", "model"), ("world size", "world_size"), ("K (micro-batches per step)", "k"),
               ("measured steps per case", "measured_steps"), ("bytes source", "bytes_source"),
               ("commit", "git_commit"), ("date", "date"), ("host", "host_name"), ("executable", "executable"),
-              ("library build", "library_build_type"))
+              ("Google Benchmark library build (not the suite's)", "library_build_type"))
 
 
 def _run_info(run: Run) -> str:
@@ -212,7 +212,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
         parts.append(f"{statuses['unknown']} without an oracle result")
     out = ["## Summary\n",
            f"{len(run.cases)} cases in {len(groups)} group{'s' if len(groups) != 1 else ''}: "
-           f"{', '.join(parts)}; {rep_text} repetitions per case. Times: {run.time_label}.\n"]
+           f"{', '.join(parts)}; {rep_text} repetition{'' if reps == [1] else 's'} per case. "
+           f"Times: {run.time_label}.\n"]
     rows = []
     for group, cases in groups.items():
         for schedule, sc in analysis.by_schedule(cases).items():
@@ -254,7 +255,8 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
         out.append("Skipped: no case has `step_ms`.\n")
     else:
         out.append(_image(f"Step time by phase, {time_label}", png))
-        out.append(f"Median over {'/'.join(map(str, reps)) or '0'} repetitions, ms per step ({time_label}); "
+        rep_word = "repetition" if reps == [1] else "repetitions"
+        out.append(f"Median over {'/'.join(map(str, reps)) or '0'} {rep_word}, ms per step ({time_label}); "
                    "each phase is the max over ranks. The black tick is `step_ms`: phases on separate streams "
                    "overlap, so a stack may pass it. *Other* is the step time no phase covers (step − Σ phases, "
                    "clipped at 0): the streams' and the host's waits and the gaps between ops; where phases "
