@@ -283,6 +283,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "on: each unit's unsharded parameter is held from its unshard to its reshard "
                  "in the forward and the backward, and offloaded strategies copy its shard H2D "
                  "into it (FSDP's CPU offload; param_h2d_bytes; case name /param-traffic:on); "
+                 "with copy-in chunk-cat (FSDP2) each unshard also copies the all-gather output "
+                 "into it on the compute stream (param_d2d_bytes); "
                  "off: none. copy-in no-shard at world size 1 without offload ignores it")
       ->capture_default_str();
   app.add_option("--grad-accumulation", o.grad_accumulation,

@@ -79,9 +79,12 @@ const std::vector<CounterDef>& counter_table() {
        &Prediction::d2h_bytes},
       {"d2h_pageable_bytes", "bytes", K::per_step, field<&StepMetrics::d2h_pageable_bytes>, false,
        "model_d2h_pageable_bytes", &Prediction::d2h_pageable_bytes},
-      // --param-traffic on: the parameters' H2D, apart from the gradient path's h2d_bytes.
+      // --param-traffic on: the parameters' H2D, apart from the gradient path's h2d_bytes, and
+      // FSDP2's all-gather copy-out on the device.
       {"param_h2d_bytes", "bytes", K::per_step, field<&StepMetrics::param_h2d_bytes>, false,
        "model_param_h2d_bytes", &Prediction::param_h2d_bytes},
+      {"param_d2d_bytes", "bytes", K::per_step, field<&StepMetrics::param_d2d_bytes>, false,
+       "model_param_d2d_bytes", &Prediction::param_d2d_bytes},
       {"nccl_input_bytes", "bytes", K::per_step, field<&StepMetrics::nccl_input_bytes>, false,
        "model_nccl_input_bytes", &Prediction::nccl_input_bytes},
       {"reduce_scatter_calls", "calls", K::per_step, field<&StepMetrics::reduce_scatter_calls>},

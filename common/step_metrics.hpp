@@ -16,6 +16,9 @@ struct StepMetrics {
   /// --param-traffic on: the parameters' H2D (RankBackend::copy_param), not in h2d_bytes, which
   /// stay the gradient path's (what the model's validation compares).
   uint64_t param_h2d_bytes = 0;
+  /// --param-traffic on with FSDP2's collectives: the all-gather's copy-out of each unshard into
+  /// the unit's unsharded parameter, a device copy on the compute stream (RankBackend::copy_param).
+  uint64_t param_d2d_bytes = 0;
   uint64_t nccl_input_bytes = 0;  // sum of reduce-scatter input sizes
   uint64_t reduce_scatter_calls = 0;
   /// Bytes read + written by the device adds and conversions (accumulate phase) and by the CPU
@@ -48,7 +51,7 @@ struct StepMetrics {
                    &StepMetrics::cpu_add_bytes, &StepMetrics::division_device_bytes,
                    &StepMetrics::division_host_bytes, &StepMetrics::accounted_h2d_bytes,
                    &StepMetrics::accounted_d2h_bytes, &StepMetrics::d2h_pageable_bytes,
-                   &StepMetrics::param_h2d_bytes})
+                   &StepMetrics::param_h2d_bytes, &StepMetrics::param_d2d_bytes})
       this->*f = op(this->*f, o.*f);
     for (auto f :
          {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,

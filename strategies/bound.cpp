@@ -42,6 +42,8 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
   w.h2d = p.h2d_bytes + p.param_h2d_bytes;
   w.d2h = p.d2h_bytes;
   w.link = n >= 2 ? p.nccl_input_bytes : 0;
+  // FSDP2's all-gather copy-out (--param-traffic on): read + write on the compute stream.
+  w.backward_device += 2 * p.param_d2d_bytes;
 
   const size_t units = plan.layout.units.size();
   const AxisArgs args{units, plan.dtypes, plan.chunk_bytes, plan.host_threads};

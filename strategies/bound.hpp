@@ -21,7 +21,9 @@ struct BoundWork {
   double flops = 0;           // the GEMM backward's (0 with synthetic)
   // The critical path: the backward (every unit, every micro-batch, one stream, in series), then
   // what must follow the step's last backward (unit 0 of the last micro-batch, when it syncs).
-  uint64_t backward_device = 0;  // the generator's and the copy-in's part of `device`
+  // The generator's, the copy-in's and (--param-traffic on, FSDP2) the all-gather copy-out's part
+  // of `device`.
+  uint64_t backward_device = 0;
   uint64_t backward_elements =
       0;  // the elements the generator writes (dyadic only: its ceiling's mode)
   uint64_t generator_device = 0;  // the generator's own reads and writes, part of backward_device

@@ -44,6 +44,16 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const auto param_dev = [&](size_t ui) {  // what it lands in: the unit's unsharded parameter
     return params_on ? padded_numel(plan.layout.units[ui].numel, n) * bp : 0;
   };
+  // FSDP2's all-gather copy-out (ParamTraffic `copy_out`): the unsharded parameter allocated
+  // beside the all-gather output that the unshard filled, copied into, and the output freed.
+  const bool copy_out = params_on && copy_in;
+  const auto unshard_out = [&](size_t ui) {
+    if (!copy_out) return;
+    dev += param_dev(ui);
+    p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
+    dev -= param_dev(ui);
+    p.param_d2d_bytes += param_dev(ui);
+  };
   // Each unit's shard cut at its parameters (UnitGrad::pieces): the offload's pinned blocks and its
   // pageable buffers follow them.
   std::vector<std::vector<uint64_t>> pieces(units);
@@ -86,6 +96,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     for (size_t ui = 0; ui < units; ++ui) {  // the forward's copies: one unit's at a time
       dev += param_dev(ui);
       bump();
+      unshard_out(ui);
       dev -= param_dev(ui);  // freed, or (NO_SHARD) the copy it replaces is
       p.param_h2d_bytes += param_shard(ui);
     }
@@ -97,6 +108,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::
       // after_backward, but for the first unit of the backward), freed once the backward is issued.
       if (ui + 1 == units) dev += param_dev(ui);
+      unshard_out(ui);
       p.param_h2d_bytes += param_shard(ui);
       // A fresh grad-dtype gradient, or one that a held gradient (reduce or accum dtype, or any
       // under --grad-accumulation autograd) takes in and frees.

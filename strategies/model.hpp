@@ -27,6 +27,10 @@ struct Prediction {
   /// host shards, once per case) and the device peak one unit's shard during its backward (or
   /// forward copy).
   uint64_t param_h2d_bytes = 0;
+  /// --param-traffic on with the copy-in `chunk-cat` (FSDP2's collectives): 2 * K * Σ_u P_u *
+  /// b_param, the all-gather's copy-out of every unshard (ParamTraffic `copy_out`), offload or
+  /// not; the unit's all-gather output and its unsharded parameter are both alive during it.
+  uint64_t param_d2d_bytes = 0;
   /// The division axis's passes, read + write: per sync 2 * P_u * b_g (pre; b_r with a copy-in) and
   /// 2 * (P_u/N) * b_r (post) on the device; `end` 2 * (P_u/N) * b_a per saved shard where it lives
   /// (host when offloaded). In place: no term of the peaks.

@@ -16,7 +16,14 @@ Buffer ParamTraffic::fetch(RankBackend& be, const UnitGrad& u) {
   Buffer dev = issue(be, u);
   // The compute that reads the parameters (forward, backward) waits for their copy.
   if (copies_) be.wait(Stream::compute, be.record(Stream::h2d));
-  return dev;
+  return copy_out(be, u, std::move(dev));
+}
+
+Buffer ParamTraffic::copy_out(RankBackend& be, const UnitGrad& u, Buffer gathered) {
+  if (!copy_out_) return gathered;
+  Buffer param = be.allocate(MemSpace::device, param_, u.padded, Stream::compute);
+  be.copy_param(param, gathered, Stream::compute);
+  return param;  // `gathered`, the all-gather output, is freed here, after the copy-out
 }
 
 void ParamTraffic::forward(RankBackend& be, const std::vector<UnitGrad>& units) {
@@ -47,7 +54,7 @@ Buffer ParamTraffic::before_backward(RankBackend& be, const UnitGrad& u) {
   if (next_ && next_unit_ == u.index) {
     // The backward reads the prefetched parameters.
     if (copies_) be.wait(Stream::compute, next_copied_);
-    return std::move(next_);
+    return copy_out(be, u, std::move(next_));
   }
   next_.reset();  // a prefetch for another unit (a step cut short): never read
   return fetch(be, u);

@@ -39,9 +39,24 @@ class ParamTraffic {
   /// `blocks`: how the host shards are pinned, as the offload value pins its saved shards (FSDP1
   /// one FlatParameter `_local_shard.pin_memory()` per unit, FSDP2 one `pin_memory()` per
   /// parameter, _fsdp_param.py FSDPParam._init_sharded_param; OffloadPolicy::pinned_blocks).
+  /// `copy_out`: FSDP2's all-gather copy-out. FSDP2 gathers a unit into an all-gather output and
+  /// copies it into the unit's unsharded parameter on the compute stream when the unit's forward
+  /// or backward first needs it (_fsdp_param_group.py FSDPParamGroup.wait_for_unshard ->
+  /// _fsdp_collectives.py foreach_all_gather_copy_out, split_with_sizes_copy), then frees the
+  /// output: measured on one H200, one P_u device copy per unshard on the compute stream, offload
+  /// or not (reports/h200-diagnosis-1204/call3/copy_out.py). The buffer the unshard filled plays
+  /// the all-gather output; the unsharded parameter is a second one of the same P_u padded
+  /// elements (FSDP2's is P_u unpadded: at most N-1 elements fewer), allocated on the compute
+  /// stream, copied into with copy_param (param_d2d_bytes), and the output freed after it. FSDP1
+  /// gathers into its padded flat parameter itself and has no copy-out.
   ParamTraffic(bool active, DType param, bool resident = false,
-               PinnedBlocks blocks = PinnedBlocks::exact, bool copies = true)
-      : active_(active), copies_(copies), resident_(resident), blocks_(blocks), param_(param) {}
+               PinnedBlocks blocks = PinnedBlocks::exact, bool copies = true, bool copy_out = false)
+      : active_(active),
+        copies_(copies),
+        resident_(resident),
+        copy_out_(copy_out),
+        blocks_(blocks),
+        param_(param) {}
   bool active() const { return active_; }
   /// The forward of one micro-batch, modelled as a copy phase at its start (the suite runs no
   /// forward compute), after the h2d stream has waited for the compute stream's work so far
@@ -84,11 +99,15 @@ class ParamTraffic {
   /// nothing waits for it yet.
   Buffer issue(RankBackend& be, const UnitGrad& u);
   Buffer fetch(RankBackend& be, const UnitGrad& u);
+  /// With `copy_out`: u's unsharded parameter, copied on the compute stream from `gathered` (the
+  /// all-gather output), which is freed; without: `gathered` itself.
+  Buffer copy_out(RankBackend& be, const UnitGrad& u, Buffer gathered);
   /// next's copy issued on the h2d stream and kept in next_, with no wait yet.
   void prefetch(RankBackend& be, const UnitGrad& next);
   bool active_;
   bool copies_;
   bool resident_;
+  bool copy_out_;
   PinnedBlocks blocks_;
   DType param_;
   std::vector<Buffer> on_device_;  // `resident`: per unit index, its latest device copy

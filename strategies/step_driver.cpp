@@ -18,7 +18,8 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
                   params_modelled(strategy_.offloaded(),
                                   copy_in_in_place(plan.strategy.copy_in, be.world_size())),
               plan.dtypes.grad, copy_in_in_place(plan.strategy.copy_in, be.world_size()),
-              strategy_.offload().pinned_blocks(), strategy_.offloaded()) {
+              strategy_.offload().pinned_blocks(), strategy_.offloaded(),
+              copy_in_separate(plan.strategy.copy_in)) {
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {

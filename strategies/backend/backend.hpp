@@ -88,10 +88,13 @@ class RankBackend : public BufferOwner {
   /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces
   /// (a copy into pageable_host is also counted in d2h_pageable_bytes). Host to host: BackendError.
   virtual void copy(Buffer& dst, const Buffer& src, Stream s) = 0;
-  /// The parameters' H2D under --param-traffic on (FSDP2 _fsdp_param.py all_gather_inputs,
-  /// `.to(device, non_blocking=True)` from pinned memory; FSDP1 _flat_param.py pre_unshard): as
-  /// copy() from a host space into `dst` on the device, counted in StepMetrics::param_h2d_bytes
-  /// and not in h2d_bytes. The default, a backend without that accounting: BackendError.
+  /// The parameters' copies under --param-traffic on, into `dst` on the device: from a host space
+  /// the H2D (FSDP2 _fsdp_param.py all_gather_inputs, `.to(device, non_blocking=True)` from pinned
+  /// memory; FSDP1 _flat_param.py pre_unshard), counted in StepMetrics::param_h2d_bytes and not in
+  /// h2d_bytes; from the device FSDP2's all-gather copy-out (_fsdp_collectives.py
+  /// foreach_all_gather_copy_out), counted in param_d2d_bytes and timed in the backward phase (the
+  /// compute stream's work of the unit). A host destination, or a backend without that accounting
+  /// (the default): BackendError.
   virtual void copy_param(Buffer& dst, const Buffer& src, Stream s) {
     (void)dst, (void)src, (void)s;
     throw BackendError("this backend has no parameter copy (--param-traffic on)");

@@ -18,9 +18,9 @@ ncclDataType_t nccl_type(DType t) { return t == DType::fp32 ? ncclFloat32 : nccl
 void CudaRank::copy(Buffer& dst, const Buffer& src, Stream s) { copy_counted(dst, src, s, false); }
 
 void CudaRank::copy_param(Buffer& dst, const Buffer& src, Stream s) {
-  if (!is_host(src.space()) || is_host(dst.space()))
+  if (is_host(dst.space()))
     throw BackendError(who("copy_param") + " of " + shape(src) + " into " + shape(dst) +
-                       ": the parameters' copy is a host-to-device copy");
+                       ": the parameters' copy lands on the device");
   copy_counted(dst, src, s, true);
 }
 
@@ -39,7 +39,11 @@ void CudaRank::copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param
     throw BackendError(who("copy") + ": host-to-host copy is not a transfer of this suite");
   const bool h2d = is_host(src.space());
   const bool d2h = is_host(dst.space());
-  const Phase phase = h2d ? Phase::h2d : d2h ? Phase::d2h : Phase::accumulate;
+  // A device copy of the parameters (FSDP2's all-gather copy-out) is the compute stream's work of
+  // the unit's forward or backward; the gradient path's device copies are the accumulate phase's.
+  const Phase phase = h2d   ? Phase::h2d
+                      : d2h ? Phase::d2h
+                            : (param ? Phase::backward : Phase::accumulate);
   const int si = idx(s);
   // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase.
   std::optional<nvtx::PhaseRange> range;
@@ -48,6 +52,7 @@ void CudaRank::copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
   end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
   if (h2d) (param ? m_.param_h2d_bytes : m_.h2d_bytes) += src.bytes();
+  if (!h2d && !d2h && param) m_.param_d2d_bytes += src.bytes();
   if (d2h) m_.d2h_bytes += src.bytes();
   if (d2h && dst.space() == MemSpace::pageable_host) m_.d2h_pageable_bytes += src.bytes();
 }

@@ -75,7 +75,8 @@ class CudaRank final : public RankBackend {
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
-  /// As copy, counted in param_h2d_bytes (--param-traffic on); host to device only.
+  /// As copy, counted in param_h2d_bytes (H2D) or param_d2d_bytes (device to device, the
+  /// backward phase) (--param-traffic on); into the device only.
   void copy_param(Buffer& dst, const Buffer& src, Stream s) override;
   void add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) override;
   void convert(Buffer& dst, const Buffer& src, Stream s) override;
@@ -176,7 +177,8 @@ class CudaRank final : public RankBackend {
   };
 
   std::string who(const char* op) const;
-  /// copy and copy_param: `param` counts an H2D in param_h2d_bytes instead of h2d_bytes.
+  /// copy and copy_param: `param` counts an H2D in param_h2d_bytes instead of h2d_bytes, and a
+  /// device copy in param_d2d_bytes.
   void copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param);
   /// The allocation holding `b` (`b` itself, or a view inside it: *whole false), or nullptr.
   Alloc* find_alloc(const Buffer& b, bool* whole = nullptr);

@@ -99,13 +99,13 @@ class HostRank final : public RankBackend {
   void copy(Buffer& dst, const Buffer& src, Stream s) override { copy_counted(dst, src, s, false); }
 
   void copy_param(Buffer& dst, const Buffer& src, Stream s) override {
-    if (!is_host(src.space()) || is_host(dst.space()))
+    if (is_host(dst.space()))
       throw BackendError("host backend: copy_param of " + shape(src) + " into " + shape(dst) +
-                         ": the parameters' copy is a host-to-device copy");
+                         ": the parameters' copy lands on the device");
     copy_counted(dst, src, s, true);
   }
 
-  // `param`: the parameters' H2D (copy_param), counted apart from the gradient path's h2d_bytes.
+  // `param`: the parameters' copies (copy_param), counted apart from the gradient path's bytes.
   void copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param) {
     expect_live(dst, "copy", "destination");
     expect_live(src, "copy", "source");
@@ -125,6 +125,9 @@ class HostRank final : public RankBackend {
       m_.d2h_bytes += src.bytes();
       if (dst.space() == MemSpace::pageable_host) m_.d2h_pageable_bytes += src.bytes();
       done(Phase::d2h, t0, trace::track::of(s), "copy", src.bytes());
+    } else if (param) {  // FSDP2's all-gather copy-out, on the compute stream
+      m_.param_d2d_bytes += src.bytes();
+      done(Phase::backward, t0, trace::track::of(s), "copy", src.bytes());
     } else {
       done(Phase::accumulate, t0, trace::track::of(s), "copy", src.bytes());
     }

@@ -105,11 +105,16 @@ TEST(ParamTraffic, BoundCountsTheParameterCopies) {
 class RecordingRank final : public testing::ForwardingRank {
  public:
   RecordingRank(RankBackend& inner, std::string& ops) : ForwardingRank(inner), ops_(ops) {}
+  // " p": a shard's H2D (on the h2d stream, from pinned memory); " o": FSDP2's all-gather
+  // copy-out (on the compute stream, device to device).
   void copy_param(Buffer& d, const Buffer& s, Stream st) override {
-    EXPECT_EQ(st, Stream::h2d);
-    EXPECT_EQ(s.space(), MemSpace::pinned_host);
     EXPECT_EQ(d.space(), MemSpace::device);
-    ops_ += " p" + std::to_string(s.numel());
+    const bool out = s.space() == MemSpace::device;
+    EXPECT_EQ(st, out ? Stream::compute : Stream::h2d);
+    if (!out) {
+      EXPECT_EQ(s.space(), MemSpace::pinned_host);
+    }
+    ops_ += (out ? " o" : " p") + std::to_string(s.numel());
     in_.copy_param(d, s, st);
   }
   Event record(Stream s) override {
@@ -169,6 +174,42 @@ TEST(ParamTraffic, WithoutOffloadNoCopyAndNoWait) {
       plan_of(make_layout({40, 24}), "nS", "none", "flag", "fp32-fp32-fp32", true);
   EXPECT_TRUE(run_two_steps(be, plan).correct);
   EXPECT_EQ(ops, " g24 g40 g24 r24 g40 r40");
+}
+
+// FSDP2's collectives (copy-in chunk-cat) add the all-gather's copy-out: each unshard's unsharded
+// parameter copied out of the all-gather output on the compute stream, once the compute stream has
+// waited for the shard's H2D (with offload), before the unit's forward or backward reads it; the
+// backward's copy-out of a prefetched unit comes at its own backward, not at the prefetch. Without
+// offload nothing is copied in, and only the copy-outs run.
+TEST(ParamTraffic, Fsdp2CopiesEachUnshardOutOfTheAllGatherOnTheComputeStream) {
+  for (const char* offload : {"cpu-add-pageable", "none"}) {
+    SCOPED_TRACE(offload);
+    std::string ops;
+    testing::WrappedBackend be(
+        1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+    CasePlan plan = plan_of(make_layout({40, 24}), "nS", offload, "flag", "fp32-fp32-fp32", true);
+    plan.strategy.copy_in = "chunk-cat";
+    plan.strategy.division = "collective";
+    const auto o = run_two_steps(be, plan);
+    EXPECT_TRUE(o.correct);
+    expect_bytes_and_peaks_of_the_model(o);
+    // 2 * K * Σ P_u * 4 bytes: a copy-out of every unit before its forward and its backward.
+    EXPECT_EQ(o.measured.param_d2d_bytes, 2u * 2 * (40 + 24) * 4);
+    if (std::string(offload) == "none")
+      EXPECT_EQ(ops, " o40 o24 o24 g24 o40 g40"            // n
+                     " o40 o24 o24 g24 r24 o40 g40 r40");  // S
+    else
+      EXPECT_EQ(ops, " W p40 w o40 p24 w o24 p24 w o24 g24 p40 w o40 g40"            // n
+                     " W p40 w o40 p24 w o24 p24 w o24 g24 p40 r24 w o40 g40 r40");  // S
+  }
+  // FSDP1's collectives (copy-in none) have no copy-out.
+  std::string ops;
+  testing::WrappedBackend be(
+      1, [&](RankBackend& r) { return std::make_unique<RecordingRank>(r, ops); });
+  const auto o = run_two_steps(
+      be, plan_of(make_layout({40, 24}), "nS", "none", "flag", "fp32-fp32-fp32", true));
+  EXPECT_EQ(o.measured.param_d2d_bytes, 0u);
+  EXPECT_EQ(o.model.param_d2d_bytes, 0u);
 }
 
 // FSDP2 at world size 1, in units of one unit's gradient G = P_u * 4 bytes (16 equal units, fp32,

@@ -57,6 +57,8 @@ inline void expect_bytes_and_peaks_of_the_model(const Outcome& o) {
   EXPECT_EQ(o.measured.peak_pinned_bytes, o.model.peak_pinned_bytes);
   EXPECT_EQ(o.measured.d2h_pageable_bytes, o.model.d2h_pageable_bytes);
   EXPECT_EQ(o.measured.peak_pageable_bytes, o.model.peak_pageable_bytes);
+  EXPECT_EQ(o.measured.param_h2d_bytes, o.model.param_h2d_bytes);
+  EXPECT_EQ(o.measured.param_d2d_bytes, o.model.param_d2d_bytes);
 }
 
 /// The outcome rule of docs/DESIGN.md §3, written out here as the tests' expectation (the code
