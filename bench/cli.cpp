@@ -280,12 +280,14 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->capture_default_str()
       ->type_name("INT");
   app.add_option("--param-traffic", o.param_traffic,
-                 "on: each unit's unsharded parameter is held from its unshard to its reshard "
-                 "in the forward and the backward, and offloaded strategies copy its shard H2D "
-                 "into it (FSDP's CPU offload; param_h2d_bytes; case name /param-traffic:on); "
-                 "with copy-in chunk-cat (FSDP2) each unshard also copies the all-gather output "
-                 "into it on the compute stream (param_d2d_bytes); "
-                 "off: none. copy-in no-shard at world size 1 without offload ignores it")
+                 "on or off (one value). on: each unit's unsharded parameter is held from its "
+                 "unshard to its reshard in the forward and the backward, and offloaded "
+                 "strategies copy the unit's shard H2D into the unsharded parameter (FSDP's CPU "
+                 "offload; param_h2d_bytes; case name /param-traffic:on); with copy-in chunk-cat "
+                 "(FSDP2) each unshard also copies the all-gather output into the unsharded "
+                 "parameter on the compute stream (param_d2d_bytes). off: none. Cases of copy-in "
+                 "no-shard at world size 1 without offload ignore it; a run of only such cases is "
+                 "refused")
       ->capture_default_str();
   app.add_option("--grad-accumulation", o.grad_accumulation,
                  "in-place: a backward that adds into the unit's existing gradient (after an n "
