@@ -46,9 +46,9 @@ class ParamTraffic {
   /// output: measured on one H200, one P_u device copy per unshard on the compute stream, offload
   /// or not (reports/h200-diagnosis-1204/call3/copy_out.py). The buffer the unshard filled plays
   /// the all-gather output; the unsharded parameter is a second one of the same P_u padded
-  /// elements (FSDP2's is P_u unpadded: at most N-1 elements fewer), allocated on the compute
-  /// stream, copied into with copy_param (param_d2d_bytes), and the output freed after it. FSDP1
-  /// gathers into its padded flat parameter itself and has no copy-out.
+  /// elements (FSDP2's is P_u unpadded: fewer by the padding, up to 8N-1 elements), allocated on
+  /// the compute stream, copied into with copy_param (param_d2d_bytes), and the output freed after
+  /// it. FSDP1 gathers into its padded flat parameter itself and has no copy-out.
   ParamTraffic(bool active, DType param, bool resident = false,
                PinnedBlocks blocks = PinnedBlocks::exact, bool copies = true, bool copy_out = false)
       : active_(active),
