@@ -44,16 +44,6 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const auto param_dev = [&](size_t ui) {  // what it lands in: the unit's unsharded parameter
     return params_on ? padded_numel(plan.layout.units[ui].numel, n) * bp : 0;
   };
-  // FSDP2's all-gather copy-out (ParamTraffic `copy_out`): the unsharded parameter allocated
-  // beside the all-gather output that the unshard filled, copied into, and the output freed.
-  const bool copy_out = params_on && copy_in;
-  const auto unshard_out = [&](size_t ui) {
-    if (!copy_out) return;
-    dev += param_dev(ui);
-    p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
-    dev -= param_dev(ui);
-    p.param_d2d_bytes += param_dev(ui);
-  };
   // Each unit's shard cut at its parameters (UnitGrad::pieces): the offload's pinned blocks and its
   // pageable buffers follow them.
   std::vector<std::vector<uint64_t>> pieces(units);
@@ -79,6 +69,16 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   auto bump = [&] {
     p.peak_device_bytes = std::max(p.peak_device_bytes, dev);
     p.peak_pinned_bytes = std::max(p.peak_pinned_bytes, pinned);
+  };
+  // FSDP2's all-gather copy-out (ParamTraffic `copy_out`): the unsharded parameter allocated
+  // beside the all-gather output that the unshard filled, copied into, and the output freed.
+  const bool copy_out = params_on && copy_in;
+  const auto unshard_out = [&](size_t ui) {
+    if (!copy_out) return;
+    dev += param_dev(ui);
+    bump();
+    dev -= param_dev(ui);
+    p.param_d2d_bytes += param_dev(ui);
   };
   // NO_SHARD without offload: its gradient converted to the accum dtype, once (the converted copy
   // beside it, then the grad-dtype one freed).
