@@ -13,7 +13,19 @@ std::string CaseSpec::name() const {
          "/schedule:" + schedule.modes + "/" + strategy.name() + "/dtype:" + dtypes.name() +
          (backward == Backward::gemm ? "/backward:gemm-T" + std::to_string(tokens) : "") +
          (param_traffic ? "/param-traffic:on" : "") +
-         (autograd_accumulation ? "/grad-accumulation:autograd" : "");
+         (autograd_accumulation ? "/grad-accumulation:autograd" : "") +
+         (device_add_grid
+              ? std::string("/device-add-grid:") + device_add_grid_name(*device_add_grid)
+              : "");
+}
+
+DeviceAddGrid CaseSpec::effective_device_add_grid() const {
+  return device_add_grid ? *device_add_grid : default_device_add_grid(strategy);
+}
+
+DeviceAddGrid default_device_add_grid(const StrategySpec& st) {
+  const PresetInfo* p = PresetRegistry::get().of(st);
+  return p ? p->device_add_grid : DeviceAddGrid::two_per_sm;
 }
 
 bool offloads_params(const StrategySpec& st) {
@@ -25,13 +37,21 @@ bool param_traffic_applies(const StrategySpec& st, int world_size) {
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout,       schedule,
-                  strategy,      dtypes,
-                  gen,           seed,
-                  name(),        backward,
-                  tokens,        tf32,
-                  chunk_bytes,   host_threads,
-                  param_traffic, autograd_accumulation};
+  return CasePlan{*layout,
+                  schedule,
+                  strategy,
+                  dtypes,
+                  gen,
+                  seed,
+                  name(),
+                  backward,
+                  tokens,
+                  tf32,
+                  chunk_bytes,
+                  host_threads,
+                  param_traffic,
+                  autograd_accumulation,
+                  effective_device_add_grid()};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -47,7 +67,7 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
                              a.chunk_bytes, a.host_threads,
                              a.param_traffic && param_traffic_applies(st, w),
-                             a.autograd_accumulation});
+                             a.autograd_accumulation, a.device_add_grid});
         }
   return cases;
 }

@@ -2,6 +2,7 @@
 // The case matrix as axes (STYLE.md, NVBench): model x world size x schedule x strategy x dtype.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,9 @@ struct MatrixAxes {
   int host_threads = 0;                       // --host-threads (cpu-add-pageable)
   bool param_traffic = false;          // --param-traffic on (kept where param_traffic_applies)
   bool autograd_accumulation = false;  // --grad-accumulation autograd
+  /// --device-add-grid torch or two-per-sm; nullopt (auto): each strategy's
+  /// default_device_add_grid.
+  std::optional<DeviceAddGrid> device_add_grid;
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -52,14 +56,26 @@ struct CaseSpec {
   bool param_traffic = false;
   /// --grad-accumulation autograd (CasePlan::autograd_accumulation).
   bool autograd_accumulation = false;
+  /// --device-add-grid as given; nullopt (auto): default_device_add_grid(strategy).
+  std::optional<DeviceAddGrid> device_add_grid;
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
   /// were), then `/param-traffic:on` with param_traffic only (names without it stay as they were),
-  /// then `/grad-accumulation:autograd` with autograd_accumulation only.
+  /// then `/grad-accumulation:autograd` with autograd_accumulation only, then
+  /// `/device-add-grid:G` when --device-add-grid named G (left out under auto, as the lookahead at
+  /// its default: the case's label says which grid it ran).
   std::string name() const;
+  /// device_add_grid as given, else default_device_add_grid(strategy).
+  DeviceAddGrid effective_device_add_grid() const;
+  /// The plan, its device_add_grid the effective one.
   CasePlan plan() const;
 };
+
+/// --device-add-grid auto's choice for `st`: the grid of the preset whose combination `st` is
+/// (PresetRegistry::of; PresetInfo::device_add_grid: torch for the real systems, whose adds are
+/// PyTorch's), else DeviceAddGrid::two_per_sm (the suite's idealised strategies, `ideal` too).
+DeviceAddGrid default_device_add_grid(const StrategySpec& st);
 
 /// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on copies its parameters.
 bool offloads_params(const StrategySpec& st);

@@ -297,6 +297,16 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "under FSDP1 and FSDP2 (one gradient more at the peak, one add more; case name "
                  "/grad-accumulation:autograd)")
       ->capture_default_str();
+  app.add_option("--device-add-grid", o.device_add_grid,
+                 "How the device adds (dst += src on the GPU) launch, one value. torch: every SM "
+                 "until the add's last wave, as PyTorch's elementwise kernels; on the "
+                 "reduce-scatter stream (the greatest priority) such an add holds back the compute "
+                 "stream beside it, as FSDP2's `+=` does. two-per-sm: at most two blocks per SM, "
+                 "leaving SMs to the backward beside it (the suite's idealised add). auto: torch "
+                 "for a real system's preset (fsdp1, fsdp2, fairscale, zero3) and its axis values, "
+                 "two-per-sm otherwise (case name unchanged; torch or two-per-sm named adds "
+                 "/device-add-grid:G). The host backend records it and runs its adds as before")
+      ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
                  "(slows NCCL "
@@ -397,6 +407,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.grad_accumulation != "in-place" && o.grad_accumulation != "autograd")
     throw CliError("--grad-accumulation '" + o.grad_accumulation +
                    "': expected in-place or autograd");
+  if (o.device_add_grid != "auto" && o.device_add_grid != "torch" &&
+      o.device_add_grid != "two-per-sm")
+    throw CliError("--device-add-grid '" + o.device_add_grid +
+                   "': expected auto, torch or two-per-sm");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -6,6 +6,7 @@
 #include "bench/cli.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
+#include "strategies/backend/device_add_grid.hpp"
 #include "strategies/default_matrix.hpp"
 #include "strategies/preset/preset.hpp"
 
@@ -239,6 +240,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.host_threads = o.host_threads;
   a.param_traffic = o.param_traffic == "on";
   a.autograd_accumulation = o.grad_accumulation == "autograd";
+  if (o.device_add_grid != "auto") a.device_add_grid = parse_device_add_grid(o.device_add_grid);
   // On applies where there is a parameter path to model (param_traffic_applies); a run with
   // none would run nothing it asked for: only NO_SHARD without offload, at world size 1.
   const auto applies = [&](const StrategySpec& st) {

@@ -93,6 +93,7 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("host_threads", std::to_string(opts.host_threads));
   benchmark::AddCustomContext("param_traffic", opts.param_traffic);  // param_traffic_applies
   benchmark::AddCustomContext("grad_accumulation", opts.grad_accumulation);
+  benchmark::AddCustomContext("device_add_grid", opts.device_add_grid);
   benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
   benchmark::AddCustomContext("matrix_cases", std::to_string(s.matrix_cases));
 }

@@ -22,7 +22,8 @@
 #            their strategies without offload, uniform:16x64M and gpt2-xl, K=4, every canonical
 #            schedule, into reports/h200-validation/suite-*.json (VALID_TOKENS=T: --backward gemm --tokens T;
 #            VALID_MODELS and VALID_SUITE_RUNS narrow it: "validreal validsuite" in one call then
-#            compares the two sides on one machine)
+#            compares the two sides on one machine; VALID_SUITE_RUNS=fsdp2-none-two-per-sm adds FSDP2's
+#            no-offload cases on the suite's idealised add, VALID_TRACE=1 a trace of each run's first step)
 #   validreal  the same workload on the real systems (VALID_SYSTEMS, default "fsdp2 fsdp1"), bench/real/run.py
 #            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json);
 #            VALID_TOKENS=T as above (--tokens T), VALID_MODELS="m1 m2" one JSON per model,
@@ -257,7 +258,9 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # 1 warm-up + 2 measured steps), with the parameters' copies (--param-traffic on) as FSDP's offload
     # makes them; without offload the preset's own binding/mode/division/copy-in/lookahead and offload none,
     # FSDP2's with --param-traffic on (its unsharded parameters; FSDP1's NO_SHARD at world 1 has none);
-    # every case accumulates as autograd does (--grad-accumulation autograd), as the real systems do.
+    # every case accumulates as autograd does (--grad-accumulation autograd), as the real systems do, and
+    # adds on the device with PyTorch's full grid (the presets' default; --device-add-grid torch for the
+    # no-offload runs, whose axis values are no preset's).
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
@@ -277,13 +280,19 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       case $run in
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
         fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
-        fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on) ;;
-        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded) ;;
-        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none)"; continue ;;
+        fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid torch) ;;
+        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded --device-add-grid torch) ;;
+        # fsdp2-none on the suite's idealised add: beside fsdp2-none, what PyTorch's full-grid `+=`
+        # costs (docs/PRESETS.md A4); the report pairs the real cases with the torch ones.
+        fsdp2-none-two-per-sm) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid two-per-sm) ;;
+        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none fsdp2-none-two-per-sm)"; continue ;;
       esac
       name=suite-$run${tag:+-$tag}
+      # VALID_TRACE=1: each run's built-in trace of its first measured step (--cupti kernels: every
+      # kernel and copy per stream), for the copy-out's neighbours (reports/h200-diagnosis-1204/call3/copy_out.py).
+      tr=(); [[ "${VALID_TRACE:-0}" == 1 ]] && tr=(--trace "$D/$name.trace.json" --trace-steps 1)
       s0=$SECONDS
-      timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
+      timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" "${tr[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
       echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/$name.log" | head -3
       step "validation suite $run"
     done

@@ -2,6 +2,9 @@
 # Writes scripts/shardaccum_report/registry.json, the registry the report tools read for JSON that
 # predates the context's "registry" key, from `shardaccum_bench --describe-registry` (the binary's
 # own lists, so the committed copy cannot drift from them).
+# It is the registry of the binaries that wrote JSON without that key, and committed reports of
+# theirs (reports/h200x2-llama2-7b/) are read through it: regenerate it only to fix what those
+# binaries described, never for a value or preset added since (a run's own registry carries those).
 #
 #   scripts/regenerate_registry.sh [BINARY]     default: build-host/bench/shardaccum_bench
 #

@@ -6,6 +6,7 @@
 #include "common/dtype.hpp"
 #include "common/gradient_gen.hpp"
 #include "common/layout.hpp"
+#include "strategies/backend/device_add_grid.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/strategy.hpp"
 
@@ -40,6 +41,10 @@ struct CasePlan {
   /// false (in-place): the backward accumulates straight into it (a fused accumulation, Megatron's
   /// gradient_accumulation_fusion).
   bool autograd_accumulation = false;
+  /// How the case's device adds launch (RankBackend::set_device_add_grid, set by StepDriver):
+  /// `torch` for a real system's strategy, every SM as PyTorch's `+=`; `two_per_sm`, the suite's
+  /// idealised add (CaseSpec::plan resolves --device-add-grid auto).
+  DeviceAddGrid device_add_grid = DeviceAddGrid::two_per_sm;
 };
 
 }  // namespace shardaccum

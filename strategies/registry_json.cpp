@@ -77,6 +77,7 @@ json registry_json() {
                          {"mode", p.spec.mode},
                          {"division", p.spec.division}}},
                        {"lookahead", lookahead_name(p.lookahead)},
+                       {"device_add_grid", device_add_grid_name(p.device_add_grid)},
                        // Beside the four axes, as in case names: `/copy-in:C` unless the default.
                        {"copy_in", p.spec.copy_in}});
   return {
@@ -95,6 +96,14 @@ json registry_json() {
         {"default", lookahead_name(StrategySpec{}.default_lookahead())},
         {"default_rule", "a preset's registered lookahead for its axis values, else the default"},
         {"named", "unless_default"}}},
+      {"device_add_grid",
+       {{"flag", "--device-add-grid"},
+        {"values", {"auto", "torch", "two-per-sm"}},
+        {"default", "auto"},
+        {"default_rule",
+         "auto: the device_add_grid of the preset whose axis values the strategy has, else "
+         "two-per-sm"},
+        {"named", "when_given"}}},
       // Beside the four strategy axes, not among them: like the lookahead, a case-name part
       // (copy-in:V, left out at the default) that report tools read as one more grouping axis.
       {"copy_in",

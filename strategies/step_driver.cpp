@@ -20,6 +20,8 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
               plan.dtypes.grad, copy_in_in_place(plan.strategy.copy_in, be.world_size()),
               strategy_.offload().pinned_blocks(), strategy_.offloaded(),
               copy_in_separate(plan.strategy.copy_in)) {
+  // Every case sets its grid: a case never runs on the one before it left.
+  be.set_device_add_grid(plan.device_add_grid);
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {

@@ -19,6 +19,7 @@ from .registry import Registry
 NO_PRESET_CASE = "no preset case in the inputs"
 PARAM_TRAFFIC = "param-traffic"
 GRAD_ACCUMULATION = "grad-accumulation"
+DEVICE_ADD_GRID = "device-add-grid"
 
 
 @dataclass
@@ -61,13 +62,14 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
 
 def normalised(key: CaseKey) -> CaseKey:
     """A suite case's key as preset_key builds one from a real case, so that the two compare equal:
-    the name parts in one order; `param-traffic`, `grad-accumulation` and `lookahead` dropped (a real
-    system's parameters always move, autograd accumulates its gradients, and its lookahead is its own,
-    the preset's); `backward:gemm-TN` read as the real
-    runner's `tokens:N` (both are N tokens of GEMMs, bench/real/README.md)."""
+    the name parts in one order; `param-traffic`, `grad-accumulation`, `device-add-grid` and
+    `lookahead` dropped (a real system's parameters always move, autograd accumulates its gradients,
+    PyTorch launches its adds on every SM, and its lookahead is its own, the preset's);
+    `backward:gemm-TN` read as the real runner's `tokens:N` (both are N tokens of GEMMs,
+    bench/real/README.md)."""
     extra = []
     for k, v in key.extra:
-        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, "lookahead"):
+        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, DEVICE_ADD_GRID, "lookahead"):
             continue
         if k == "backward" and v.startswith("gemm-T"):
             k, v = "tokens", v[len("gemm-T"):]
@@ -77,11 +79,16 @@ def normalised(key: CaseKey) -> CaseKey:
 
 def suite_index(suite: Run) -> dict[CaseKey, Case]:
     """The suite's cases by normalised key; where one case ran in several of these ways, the one with
-    parameter traffic and then with autograd's accumulation (what a real system does: its parameters
-    always move under offload, and autograd adds each fresh gradient)."""
-    def realism(case: Case) -> tuple[bool, bool]:
+    parameter traffic, then with autograd's accumulation, then with PyTorch's device add grid (what a
+    real system does: its parameters always move under offload, autograd adds each fresh gradient,
+    and PyTorch's `+=` takes every SM). Of the grids, `device-add-grid:torch` before no segment
+    (--device-add-grid auto: torch for a preset's own combination) before `two-per-sm`."""
+    grid_rank = {"torch": 2, None: 1, "two-per-sm": 0}
+
+    def realism(case: Case) -> tuple[bool, bool, int]:
         extra = dict(case.key.extra)
-        return extra.get(PARAM_TRAFFIC) == "on", extra.get(GRAD_ACCUMULATION) == "autograd"
+        return (extra.get(PARAM_TRAFFIC) == "on", extra.get(GRAD_ACCUMULATION) == "autograd",
+                grid_rank.get(extra.get(DEVICE_ADD_GRID), 0))
 
     index: dict[CaseKey, Case] = {}
     for case in suite.cases:

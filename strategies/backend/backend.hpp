@@ -27,6 +27,7 @@
 #include "common/shard_check.hpp"
 #include "common/step_metrics.hpp"
 #include "common/streams.hpp"
+#include "strategies/backend/device_add_grid.hpp"
 #include "strategies/backend/host_split.hpp"
 
 namespace shardaccum {
@@ -110,6 +111,11 @@ class RankBackend : public BufferOwner {
   /// CpuAddSplit::blocks, the suite's, as before any call, or CpuAddSplit::torch, PyTorch's
   /// at::parallel_for. A backend without a thread team ignores it.
   virtual void set_cpu_add_split(CpuAddSplit split) { (void)split; }
+  /// How the device adds issued from now on launch (device_add_grid.hpp):
+  /// DeviceAddGrid::two_per_sm, the suite's, as before any call, or DeviceAddGrid::torch, every SM
+  /// as PyTorch's elementwise kernels. Set per case by StepDriver (CasePlan::device_add_grid). A
+  /// backend without a device ignores it.
+  virtual void set_device_add_grid(DeviceAddGrid grid) { (void)grid; }
   /// dst = src converted to dst's dtype, both on the device (not a counted copy).
   virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
   /// dst *= factor in dst's space (the division axis: finalize phase). Counted in

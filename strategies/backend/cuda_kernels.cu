@@ -20,14 +20,14 @@ int blocks_for(uint64_t items) {
 }
 
 // The fp32 add (add_f32_kernel: four float4 of each operand in flight per thread) runs on at most
-// kMemBlocksPerSm blocks per SM: enough to keep HBM busy alone, few enough to leave SMs to a
-// compute-bound kernel beside it. The other adds and the scale (one 16-byte access in flight per
-// thread) keep the full grid: their rate on fewer blocks is not measured.
-// On one H200 (reports/h200-experiments-1204/README.md, "Memory-bound kernels beside the
-// generator"): a 1 GiB fp32 += on 264 blocks ran at 4.05 TB/s alone against 4.17 on 8192, and
-// beside the generator on a lower-priority stream the two overlapped 1.57x (in series / together)
-// against 1.05x with 8192 blocks, which take every SM at the higher priority and stall the
-// generator.
+// kMemBlocksPerSm blocks per SM (DeviceAddGrid::two_per_sm; DeviceAddGrid::torch takes the full
+// grid, as PyTorch's adds, device_add_grid.hpp): enough to keep HBM busy alone, few enough to leave
+// SMs to a compute-bound kernel beside it. The other adds and the scale (one 16-byte access in
+// flight per thread) keep the full grid: their rate on fewer blocks is not measured. On one H200
+// (reports/h200-experiments-1204/README.md, "Memory-bound kernels beside the generator"): a 1 GiB
+// fp32 += on 264 blocks ran at 4.05 TB/s alone against 4.17 on 8192, and beside the generator on a
+// lower-priority stream the two overlapped 1.57x (in series / together) against 1.05x with 8192
+// blocks, which take every SM at the higher priority and stall the generator.
 constexpr int kMemBlocksPerSm = 2;
 
 int sm_count() {
@@ -305,11 +305,14 @@ __global__ void check_final_kernel(const CheckSums* partials, int count, CheckSu
 }
 
 template <DType D, DType S, bool Assign>
-void add_typed(void* dst, const void* src, uint64_t n, Slot st, cudaStream_t s) {
+void add_typed(void* dst, const void* src, uint64_t n, Slot st, cudaStream_t s,
+               DeviceAddGrid grid) {
   if constexpr (D == DType::fp32 && S == DType::fp32) {
     if (aligned16(dst) && aligned16(src)) {
-      add_f32_kernel<Assign><<<mem_blocks_for(n / (4 * kF32Unroll) + 1), kThreads, 0, s>>>(
-          static_cast<float*>(dst), static_cast<const float*>(src), n, st);
+      const uint64_t items = n / (4 * kF32Unroll) + 1;
+      const int blocks = grid == DeviceAddGrid::torch ? blocks_for(items) : mem_blocks_for(items);
+      add_f32_kernel<Assign><<<blocks, kThreads, 0, s>>>(static_cast<float*>(dst),
+                                                         static_cast<const float*>(src), n, st);
       return;
     }
   }
@@ -321,15 +324,15 @@ void add_typed(void* dst, const void* src, uint64_t n, Slot st, cudaStream_t s) 
 
 template <bool Assign>
 void add_dispatch(void* dst, DType dt, const void* src, DType st, uint64_t n, Slot slot,
-                  cudaStream_t s) {
+                  cudaStream_t s, DeviceAddGrid grid) {
   if (dt == DType::fp32 && st == DType::fp32)
-    add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, slot, s);
+    add_typed<DType::fp32, DType::fp32, Assign>(dst, src, n, slot, s, grid);
   else if (dt == DType::fp32)
-    add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, slot, s);
+    add_typed<DType::fp32, DType::bf16, Assign>(dst, src, n, slot, s, grid);
   else if (st == DType::fp32)
-    add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, slot, s);
+    add_typed<DType::bf16, DType::fp32, Assign>(dst, src, n, slot, s, grid);
   else
-    add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, slot, s);
+    add_typed<DType::bf16, DType::bf16, Assign>(dst, src, n, slot, s, grid);
 }
 
 }  // namespace
@@ -354,11 +357,11 @@ void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool a
 }
 
 void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
-                cudaStream_t s, uint64_t* stamp) {
+                cudaStream_t s, uint64_t* stamp, DeviceAddGrid grid) {
   if (assign)
-    add_dispatch<true>(dst, dt, src, st, n, as_slot(stamp), s);
+    add_dispatch<true>(dst, dt, src, st, n, as_slot(stamp), s, grid);
   else
-    add_dispatch<false>(dst, dt, src, st, n, as_slot(stamp), s);
+    add_dispatch<false>(dst, dt, src, st, n, as_slot(stamp), s, grid);
   SA_CUDA_LAUNCH_CHECK("add_kernel");
 }
 

@@ -8,6 +8,7 @@
 #include "common/dtype.hpp"
 #include "common/gradient_gen.hpp"
 #include "common/shard_check.hpp"
+#include "strategies/backend/device_add_grid.hpp"
 #include "strategies/backend/host_split.hpp"
 
 namespace shardaccum::cuda {
@@ -24,8 +25,11 @@ void launch_generate(void* grad, DType t, uint64_t n, const GradKey& key, bool a
 
 /// dst += src (or dst = src with `assign`: convert), in fp32, rounded to dst's dtype.
 /// 16-byte accesses when both pointers allow it.
+/// `grid`: the launch of an fp32-to-fp32 add or convert (device_add_grid.hpp); the other dtype
+/// pairs take the full grid whatever it says.
 void launch_add(void* dst, DType dt, const void* src, DType st, uint64_t n, bool assign,
-                cudaStream_t s, uint64_t* stamp = nullptr);
+                cudaStream_t s, uint64_t* stamp = nullptr,
+                DeviceAddGrid grid = DeviceAddGrid::two_per_sm);
 
 /// dst *= factor, in fp32 (as the host backend), rounded to dst's dtype.
 void launch_scale(void* dst, DType t, uint64_t n, float factor, cudaStream_t s,

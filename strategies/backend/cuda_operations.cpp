@@ -45,9 +45,10 @@ void CudaRank::copy_counted(Buffer& dst, const Buffer& src, Stream s, bool param
                       : d2h ? Phase::d2h
                             : (param ? Phase::backward : Phase::accumulate);
   const int si = idx(s);
-  // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase.
+  // An NVTX range around the issue: Nsight's GPU projection gives the copy to the h2d/d2h phase,
+  // and the copy-out, issued before the unit's backward range opens, to the backward phase.
   std::optional<nvtx::PhaseRange> range;
-  if (h2d || d2h) range.emplace(phase, src.bytes(), rank_);
+  if (h2d || d2h || param) range.emplace(phase, src.bytes(), rank_);
   cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
   SA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDefault, stream(s)));
   end_gpu_op(si, phase, start, {{&src, false}, {&dst, true}}, true);
@@ -71,7 +72,7 @@ void CudaRank::add(Buffer& dst, const Buffer& src, MemSpace space, Stream s) {
     const int si = idx(s);
     cudaEvent_t start = begin_gpu_op(si, {{&src, false}, {&dst, true}});
     launch_add(dst.data(), dst.dtype(), src.data(), src.dtype(), dst.numel(), false, stream(s),
-               next_kernel_stamp());
+               next_kernel_stamp(), add_grid_);
     end_gpu_op(si, Phase::accumulate, start, {{&src, false}, {&dst, true}});
     if (in_step_) m_.accumulate_bytes += src.bytes() + 2 * dst.bytes();
     return;

@@ -74,6 +74,7 @@ class CudaRank final : public RankBackend {
                               std::span<const uint64_t> pieces) override;
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
+  void set_device_add_grid(DeviceAddGrid grid) override { add_grid_ = grid; }
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
   /// As copy, counted in param_h2d_bytes (H2D) or param_d2d_bytes (device to device, the
   /// backward phase) (--param-traffic on); into the device only.
@@ -274,7 +275,8 @@ class CudaRank final : public RankBackend {
   uint64_t pinned_current_ = 0, pinned_peak_ = 0;
   uint64_t pageable_current_ = 0, pageable_peak_ = 0;  // plain malloc'ed host memory
   int add_threads_ = 0;  // set_cpu_add_threads; 0: the world's host_threads()
-  CpuAddSplit add_split_ = CpuAddSplit::blocks;  // set_cpu_add_split
+  CpuAddSplit add_split_ = CpuAddSplit::blocks;         // set_cpu_add_split
+  DeviceAddGrid add_grid_ = DeviceAddGrid::two_per_sm;  // set_device_add_grid
   std::atomic<int> pinned_growths_{0};
   std::atomic<uint64_t> pinned_capacity_{0};
   bool in_step_ = false;

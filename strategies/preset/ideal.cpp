@@ -15,6 +15,8 @@ SHARDACCUM_REGISTER_PRESET(
             .order = 90,
             // One reduce-scatter in flight behind the backward, as FSDP2: the unsharded
             // gradient of at most one unit waits, so the memory stays that of fsdp2.
-            .lookahead = Lookahead::one})
+            .lookahead = Lookahead::one,
+            // The suite's add, which leaves SMs to the backward beside it: not a PyTorch kernel.
+            .device_add_grid = DeviceAddGrid::two_per_sm})
 
 }  // namespace shardaccum

@@ -22,6 +22,10 @@ struct PresetInfo {
   /// reduction after K backwards), never an interleaved schedule; this says why, with the source.
   /// The case matrix leaves such cases out (leave_out_unrunnable, the context's left_out_cases).
   std::string refuses_interleaved = {};
+  /// How the system's device adds launch (--device-add-grid auto, default_device_add_grid): every
+  /// SM, as PyTorch's `+=` (FSDP1, FSDP2, FairScale and DeepSpeed add with PyTorch's kernels), or
+  /// the suite's two blocks per SM for an idealised preset.
+  DeviceAddGrid device_add_grid = DeviceAddGrid::torch;
 };
 
 class PresetRegistry {

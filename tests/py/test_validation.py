@@ -192,3 +192,29 @@ def test_the_suite_case_with_autograds_accumulation_stands_beside_the_real_one(t
     assert all(row.preset_case.endswith("/grad-accumulation:autograd") for row in rows)
     peak = next(row for row in rows if row.figure == "peak_device_delta_bytes" and "SSSS/offload:cpu" in row.case)
     assert peak.suite == (100 + 7) - (5000 + 7 + 1000)
+
+
+def test_the_suite_case_with_pytorchs_device_add_grid_stands_beside_the_real_one(tmp_path):
+    """A suite run with the same cases under --device-add-grid two-per-sm, auto (no segment) and torch:
+    a real system's `+=` is PyTorch's full-grid kernel, so its rows are read from the torch cases, and
+    without them from the auto ones, never from two-per-sm (pairing.suite_index)."""
+    real, suite = _docs(tmp_path)
+    doc = json.loads(suite.read_text())
+
+    def variant(grid, bump):
+        return [dict(b, name=b["name"] + f"/device-add-grid:{grid}", run_name=b["name"] + f"/device-add-grid:{grid}",
+                     peak_device_bytes=b["peak_device_bytes"] + bump) for b in doc["benchmarks"]]
+
+    plain = doc["benchmarks"]
+    for benchmarks, want in ((variant("two-per-sm", 3) + plain + variant("torch", 7), "/device-add-grid:torch"),
+                             (plain + variant("two-per-sm", 3), None)):
+        doc["benchmarks"] = benchmarks
+        write_doc(doc, suite)
+        s, r = load_inputs([real, suite])
+        rows, left = rows_of(r, s)
+        assert left == [] and rows
+        for row in rows:
+            if want:
+                assert row.preset_case.endswith(want), row.preset_case
+            else:
+                assert "device-add-grid" not in row.preset_case, row.preset_case

@@ -54,3 +54,32 @@ print(f"\nSnSS offload none: {len(slow)} compute-stream copies over 300 us "
       f"(median {statistics.median(float(s['dur_us']) for s in slow):.0f} us); other streams' work beside them:")
 for k, v in beside.most_common():
     print(f"  {v:3d} x {k}")
+
+# Every compute-stream copy-out without offload, grouped by the other streams' work beside it
+# (2026-12-05, later): alone it takes 126 us; beside the reduce-scatter stream's world-1 copy (a
+# device-to-device memcpy of the same size) 252 us, the two sharing the device's bandwidth; beside
+# that copy and the `+=` of a sync after a sync (PyTorch's vectorized_elementwise_kernel, ~191 us
+# alone, on the reduce-scatter stream at the device's greatest priority) 436 us = 252 + ~184: the
+# copy-out makes no progress while the `+=` runs, which takes every SM (CUDALoops.cuh
+# launch_vectorized_kernel: one 128-thread block per block_work_size() elements).
+print("\nCompute-stream copy-outs by what runs beside them (offload none):")
+for sched in ("nnnS", "SnSS"):
+    rs = rows(f"fsdp2_model_uniform_16x64M_{sched}_offload_none.ops.csv.gz")
+    compute = collections.Counter(r["tid"] for r in rs if "gemm" in r["name"]).most_common(1)[0][0]
+    groups = collections.defaultdict(list)
+    for c in rs:
+        if c["tid"] != compute or c["cat"] != "gpu_memcpy" or c["bytes"] != UNIT:
+            continue
+        a, b = span(c)
+        kinds = set()
+        for r in rs:
+            x, y = span(r)
+            if r["tid"] != compute and x < b and y > a:
+                kinds.add("memcpy" if r["cat"] == "gpu_memcpy" else "kernel " + r["name"][:40])
+        groups[tuple(sorted(kinds))].append(float(c["dur_us"]))
+    for kinds, durs in sorted(groups.items(), key=lambda kv: len(kv[0])):
+        print(f"  {sched}: {len(durs):3d} copies, median {statistics.median(durs):4.0f} us, beside "
+              f"{' + '.join(kinds) or 'nothing'}")
+    adds = [float(r["dur_us"]) for r in rs if r["tid"] != compute and "vectorized_elementwise" in r["name"]]
+    if adds:
+        print(f"  {sched}: the other streams' elementwise kernels: {len(adds)}, median {statistics.median(adds):.0f} us")
