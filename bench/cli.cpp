@@ -297,15 +297,18 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                  "under FSDP1 and FSDP2 (one gradient more at the peak, one add more; case name "
                  "/grad-accumulation:autograd)")
       ->capture_default_str();
-  app.add_option("--device-add-grid", o.device_add_grid,
-                 "How the device adds (dst += src on the GPU) launch, one value. torch: every SM "
-                 "until the add's last wave, as PyTorch's elementwise kernels; on the "
-                 "reduce-scatter stream (the greatest priority) such an add holds back the compute "
-                 "stream beside it, as FSDP2's `+=` does. two-per-sm: at most two blocks per SM, "
-                 "leaving SMs to the backward beside it (the suite's idealised add). auto: torch "
-                 "for a real system's preset (fsdp1, fsdp2, fairscale, zero3) and its axis values, "
-                 "two-per-sm otherwise (case name unchanged; torch or two-per-sm named adds "
-                 "/device-add-grid:G). The host backend records it and runs its adds as before")
+  app.add_option(
+         "--device-add-grid", o.device_add_grid,
+         "How the device adds (dst += src on the GPU) launch, one value. torch: every SM "
+         "until the add's last wave, as PyTorch's elementwise kernels; on the "
+         "reduce-scatter stream (the greatest priority) such an add holds back the compute "
+         "stream beside it, as FSDP2's `+=` does. two-per-sm: at most two blocks per SM, "
+         "leaving SMs to the backward beside it (the suite's idealised add). auto: torch "
+         "for every strategy with the binding, offload, mode and division of fsdp1, fsdp2, "
+         "fairscale or zero3, whatever its copy-in and lookahead (the system it follows, as "
+         "for the lookahead's default), two-per-sm otherwise, ideal included (case name "
+         "unchanged; the label says which). torch or two-per-sm named adds "
+         "/device-add-grid:G. The host backend records it and runs its adds as before")
       ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
@@ -385,12 +388,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                                                   "0 (every measured step) or more"));
   o.timeout_s = parse_seconds_flag(timeout_str, "--timeout", "1..86400 seconds");
   if (o.backend != "host" && o.backend != "cuda" && o.backend != "auto")
-    throw CliError("--backend '" + o.backend + "': expected host, cuda or auto");
+    throw CliError("--backend '" + brief(o.backend) + "': expected host, cuda or auto");
   if (o.check != "every" && o.check != "last")
-    throw CliError("--check '" + o.check +
+    throw CliError("--check '" + brief(o.check) +
                    "': expected every (each measured step) or last (the last one)");
   if (o.gen != "dyadic" && o.gen != "random")
-    throw CliError("--gen '" + o.gen + "': expected dyadic or random");
+    throw CliError("--gen '" + brief(o.gen) + "': expected dyadic or random");
   if (o.backward != "synthetic" && o.backward != "gemm")
     throw CliError("--backward '" + brief(o.backward) + "': expected synthetic or gemm");
   o.tokens_given = app.count("--tokens") > 0;
@@ -403,16 +406,16 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                    " is for --backward gemm only (the synthetic backward runs no GEMM); add "
                    "--backward gemm or leave it out");
   if (o.param_traffic != "on" && o.param_traffic != "off")
-    throw CliError("--param-traffic '" + o.param_traffic + "': expected on or off");
+    throw CliError("--param-traffic '" + brief(o.param_traffic) + "': expected on or off");
   if (o.grad_accumulation != "in-place" && o.grad_accumulation != "autograd")
-    throw CliError("--grad-accumulation '" + o.grad_accumulation +
+    throw CliError("--grad-accumulation '" + brief(o.grad_accumulation) +
                    "': expected in-place or autograd");
   if (o.device_add_grid != "auto" && o.device_add_grid != "torch" &&
       o.device_add_grid != "two-per-sm")
-    throw CliError("--device-add-grid '" + o.device_add_grid +
+    throw CliError("--device-add-grid '" + brief(o.device_add_grid) +
                    "': expected auto, torch or two-per-sm");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
-    throw CliError("--cupti '" + o.cupti + "': expected on, kernels or off");
+    throw CliError("--cupti '" + brief(o.cupti) + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.threads =
       static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
@@ -423,7 +426,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                                       "0 (the rank's share) to " + std::to_string(4 * hw) +
                                           " (4x the " + std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
-    throw CliError("--launcher '" + o.launcher + "': expected threads, env or auto");
+    throw CliError("--launcher '" + brief(o.launcher) + "': expected threads, env or auto");
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
     char v[32];
     std::snprintf(v, sizeof v, "%g", o.timeout_s);
@@ -442,7 +445,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                      "configs (NAME.json)");
   }
   if (o.ceilings != "on" && o.ceilings != "off")
-    throw CliError("--ceilings '" + o.ceilings + "': expected on or off");
+    throw CliError("--ceilings '" + brief(o.ceilings) + "': expected on or off");
   if (!o.trace.empty()) try {
       namespace fs = std::filesystem;
       const fs::path p(o.trace);

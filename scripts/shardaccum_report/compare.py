@@ -16,7 +16,7 @@ in the candidate are listed as new and do not fail.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from scipy.stats import mannwhitneyu
@@ -149,6 +149,19 @@ def compare_case(base: Case, cand: Case, metric: str, threshold: float, alpha: f
     return row
 
 
+def _parts_that_differ(b: dict, c: dict) -> str:
+    """When the two runs' cases would match but for their further name parts (`/param-traffic:on`,
+    `/device-add-grid:torch`, ...), which parts those are, as a sentence to append; else ''."""
+    bare = lambda keys: {replace(k, extra=()) for k in keys}  # noqa: E731
+    if not bare(b) & bare(c):
+        return ""
+    parts = lambda keys: {f"{n}:{v}" for k in keys for n, v in k.extra}  # noqa: E731
+    differ = sorted(parts(b) ^ parts(c))
+    return ("; they would match but for the name parts " + ", ".join(f"/{p}" for p in differ) +
+            ": this tool compares runs of one configuration (one --device-add-grid, --param-traffic, ...), "
+            "report.py draws several beside each other")
+
+
 def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DEFAULT_THRESHOLD,
                  alpha: float = DEFAULT_ALPHA) -> Comparison:
     """Matches the runs' cases and compares each. Raises InputError when they have no case in common,
@@ -169,7 +182,8 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
                              "suite run with a suite run (report.py puts real cases beside their presets)")
     if not common:
         raise InputError("", f"baseline ({files(base)}) and candidate ({files(cand)}) have no case in common "
-                             "(cases match by model, world, schedule, binding, offload, mode, division and dtype)")
+                             "(cases match by model, world, schedule, binding, offload, mode, division, dtype "
+                             f"and every further name part){_parts_that_differ(b, c)}")
     if not any(b[k].has(metric) or c[k].has(metric) for k in common):
         available = sorted({m for k in common for r in b[k].ok_repetitions for m in r.counters})
         raise InputError("", f"--metric {metric}: no case carries it; counters in these runs: "

@@ -93,6 +93,8 @@ class Preset:
     axes: tuple[tuple[str, str], ...]
     lookahead: str | None = None  # its registered lookahead (0, 1, unbounded); None in older registries
     copy_in: str = "none"  # what its reduce-scatter reads (the name's /copy-in:C); "none" in older ones
+    # How its device adds launch under --device-add-grid auto ("torch", "two-per-sm"); None in older ones
+    device_add_grid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,9 +196,12 @@ class Registry:
             copy_in = p.get("copy_in", "none")
             if not isinstance(copy_in, str):
                 raise ValueError(f"registry: {where}.copy_in = {json.dumps(copy_in)} is not a string")
+            grid = p.get("device_add_grid")
+            if grid is not None and not isinstance(grid, str):
+                raise ValueError(f"registry: {where}.device_add_grid = {json.dumps(grid)} is not a string")
             presets.append(Preset(_get(p, "name", str, where), _get(p, "description", str, where),
                                   _get(p, "follows", str, where), full,
-                                  lookahead if isinstance(lookahead, str) else None, copy_in))
+                                  lookahead if isinstance(lookahead, str) else None, copy_in, grid))
         schedules = tuple(_schedule(s, i) for i, s in enumerate(_get(obj, "canonical_schedules", list, "registry")))
         dtypes = _strings(obj, "dtypes", "registry")
         default_dtype = _get(obj, "default_dtype", str, "registry")

@@ -392,12 +392,31 @@ def _presets_text(run: Run) -> str:
                      for p in run.registry.presets)
 
 
+def _device_add_grid_text(run: Run) -> str | None:
+    """How the run's device adds launched (the context's device_add_grid, bench/cli.cpp
+    --device-add-grid), or None for a run from before the flag."""
+    grids = sorted({f.context.get("device_add_grid") for f in run.files} - {None})
+    if not grids:
+        return None
+    if grids != ["auto"]:
+        return (f"Device adds on the grid `{'`, `'.join(grids)}` (`--device-add-grid`), whatever the strategy; "
+                "a case name ending `/device-add-grid:G` says its own.")
+    torch = [p.name for p in run.registry.presets if p.device_add_grid == "torch"]
+    return ("Device adds (`--device-add-grid auto`): on every SM as PyTorch's `+=` for the strategies with the "
+            f"binding, offload, mode and division of {', '.join(torch) or 'no preset'} (the real systems), on two "
+            "blocks per SM for every other strategy (the suite's idealised add, which leaves SMs to the backward); "
+            "each case's label says which, and a name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
+
+
 def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
            "over repetitions; bytes are exact and binary units (MiB, GiB) are used on plot axes.",
            "- *Predicted* is the benchmark's `model_*` counter, from the byte and memory model of docs/DESIGN.md §3.",
            f"- A strategy is binding/offload/mode; presets: {_presets_text(run)}."]
+    grid = _device_add_grid_text(run)
+    if grid:
+        out.append(f"- {grid}")
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused + (real.notes if real else [])]
     inputs = " ".join(f.path for f in run.files + (real.files if real else []))
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)

@@ -162,6 +162,21 @@ def test_no_common_case_and_unknown_metric_exit_2(tmp_path):
     assert proc.returncode == 2 and "--metric step_time" in proc.stderr and "step_ms" in proc.stderr
 
 
+def test_runs_apart_only_by_a_further_name_part_say_which(tmp_path):
+    """The same case run under two --device-add-grid values: no case in common, and the error names the
+    parts that keep them apart instead of leaving the reader to find them."""
+    base = write_doc(tiny_run({CASE + "/device-add-grid:torch": [1.0, 1.1]}), tmp_path / "torch.json")
+    cand = write_doc(tiny_run({CASE + "/device-add-grid:two-per-sm": [1.0, 1.1]}), tmp_path / "two.json")
+    proc = run_script("compare.py", base, cand)
+    assert proc.returncode == 2 and "no case in common" in proc.stderr
+    assert "but for the name parts /device-add-grid:torch, /device-add-grid:two-per-sm" in proc.stderr, proc.stderr
+    # cases that differ in their strategy as well get no such sentence
+    other = write_doc(tiny_run({CASE.replace("offload:none", "offload:gpu-add") + "/device-add-grid:torch": [1.0, 1.1]}),
+                      tmp_path / "other.json")
+    proc = run_script("compare.py", other, cand)
+    assert proc.returncode == 2 and "but for the name parts" not in proc.stderr
+
+
 def test_bad_threshold_is_a_usage_error():
     proc = run_script("compare.py", HOST_FIXTURE, HOST_FIXTURE, "--threshold", "five")
     assert proc.returncode == 2 and "--threshold" in proc.stderr
