@@ -1,5 +1,6 @@
 #include "bench/cli_values.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -8,8 +9,22 @@
 namespace shardaccum {
 
 std::string brief(std::string_view s, size_t max) {
-  if (s.size() <= max) return std::string(s);
-  return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " characters)";
+  // Control characters are written as \xNN: a value pasted with a newline or an escape sequence
+  // must not break the error's one line or the terminal that shows it.
+  std::string out;
+  for (const char c : s.substr(0, std::min(s.size(), max))) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[u >> 4];
+    out += kHex[u & 0xf];
+  }
+  if (s.size() <= max) return out;
+  return out + "... (" + std::to_string(s.size()) + " characters)";
 }
 
 std::string count_of(size_t n, const std::string& noun) {

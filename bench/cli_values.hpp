@@ -10,7 +10,8 @@
 namespace shardaccum {
 
 /// `s` itself when at most `max` characters, else its first `max` characters, "..." and its length:
-/// for quoting a user's value or a file's text in a message without repeating all of it.
+/// for quoting a user's value or a file's text in a message without repeating all of it. Control
+/// characters (below 0x20, and 0x7f) come out as `\xNN`, so a message stays one printable line.
 std::string brief(std::string_view s, size_t max = 80);
 
 /// "1 case", "2 cases": `n` and `noun` with an s unless n is 1, for every count in a message.

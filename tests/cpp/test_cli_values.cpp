@@ -83,5 +83,10 @@ TEST(CliValues, BriefCutsLongText) {
   EXPECT_EQ(b, std::string(80, 'n') + "... (1000 characters)");
 }
 
+TEST(CliValues, BriefEscapesControlCharacters) {
+  EXPECT_EQ(brief(std::string("a\nb\x1b[31m\x7f\tc")), "a\\x0ab\\x1b[31m\\x7f\\x09c");
+  EXPECT_EQ(brief("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 passes unchanged
+}
+
 }  // namespace
 }  // namespace shardaccum
