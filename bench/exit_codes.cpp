@@ -1,8 +1,11 @@
 #include "bench/exit_codes.hpp"
 
 #include <cstdio>
+#include <limits>
+#include <string>
 
 #include "bench/cli.hpp"
+#include "bench/cli_values.hpp"
 
 namespace shardaccum {
 
@@ -13,7 +16,13 @@ int exit_code(const std::exception& e) {
 
 int report_error(const std::exception& e) {
   const auto* run = dynamic_cast<const RunError*>(&e);
-  std::fprintf(stderr, "shardaccum_bench: %serror: %s\n", run ? run->who().c_str() : "", e.what());
+  // A flag's message quotes what the user typed: its control characters are escaped (brief), every
+  // one of them, not only those of the values that the message cut short.
+  const std::string what = dynamic_cast<const CliError*>(&e)
+                               ? brief(e.what(), std::numeric_limits<size_t>::max())
+                               : std::string(e.what());
+  std::fprintf(stderr, "shardaccum_bench: %serror: %s\n", run ? run->who().c_str() : "",
+               what.c_str());
   if (run && !run->hint().empty())
     std::fprintf(stderr, "shardaccum_bench: hint: %s\n", run->hint().c_str());
   return exit_code(e);

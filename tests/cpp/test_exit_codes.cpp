@@ -31,6 +31,13 @@ TEST(ExitCodes, ReportNamesTheRankAndTheHint) {
             "shardaccum_bench: error: --trace and --benchmark_out name the same file\n");
 }
 
+TEST(ExitCodes, AFlagErrorPrintsTheUsersControlCharactersEscaped) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(report_error(CliError("--trace /tmp/a\nb\x1b[2J: cannot use that path")), 2);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "shardaccum_bench: error: --trace /tmp/a\\x0ab\\x1b[2J: cannot use that path\n");
+}
+
 TEST(ExitCodes, OnlyAnErrorThatMayHaveLostAPeerAbandonsTheWorld) {
   EXPECT_TRUE(abandons(RunFailure("cuda backend: x", "rank 1: ", {}, true)));
   EXPECT_FALSE(abandons(RunFailure("cuda backend: x")));
