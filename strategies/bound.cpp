@@ -21,7 +21,7 @@ SyncBytes sync_bytes(std::string_view offload, bool add, uint64_t shard, const D
   const uint64_t br = shard * dtype_bytes(t.reduce), ba = shard * dtype_bytes(t.accum);
   const uint64_t cast = t.reduce != t.accum ? br + ba : 0;      // out converted to the accum dtype
   if (offload == "none") return {add ? br + 2 * ba : cast, 0};  // the add reads out as it is
-  if (offload == "copy" || offload == "copy-fsdp1" || !add)
+  if (offload == "copy" || offload == "copy-fsdp1" || offload == "copy-fairscale" || !add)
     return {cast, 0};  // start_saved: the cast, then a D2H
   // The pipelined values do the same work in chunks.
   if (offload == "gpu-add" || offload == "gpu-add-pipelined") return {cast + 3 * ba, 0};

@@ -77,16 +77,16 @@ TEST(NoShard, WithoutOffloadThePeakIsTheSameOnEverySchedule) {
 TEST(NoShard, WithOffloadTheGradientIsTheCopysSource) {
   auto be = make_host_backend({1, 1});
   const Layout layout = make_layout({4096, 1009, 777});
-  for (const char* sched : kSchedules) {
-    SCOPED_TRACE(sched);
-    const auto o =
-        run_two_steps(*be, plan_of(layout, sched, "copy-fsdp1", "no-shard", "fp32-fp32-fp32"));
-    const auto rs =
-        run_two_steps(*be, plan_of(layout, sched, "copy-fsdp1", "none", "fp32-fp32-fp32"));
-    EXPECT_EQ(o.measured.d2h_bytes, rs.measured.d2h_bytes);
-    EXPECT_EQ(o.correct, rs.correct);
-    EXPECT_LT(o.measured.peak_device_bytes, rs.measured.peak_device_bytes);
-  }
+  for (const char* offload : {"copy-fsdp1", "copy-fairscale"})
+    for (const char* sched : kSchedules) {
+      SCOPED_TRACE(std::string(offload) + " " + sched);
+      const auto o =
+          run_two_steps(*be, plan_of(layout, sched, offload, "no-shard", "fp32-fp32-fp32"));
+      const auto rs = run_two_steps(*be, plan_of(layout, sched, offload, "none", "fp32-fp32-fp32"));
+      EXPECT_EQ(o.measured.d2h_bytes, rs.measured.d2h_bytes);
+      EXPECT_EQ(o.correct, rs.correct);
+      EXPECT_LT(o.measured.peak_device_bytes, rs.measured.peak_device_bytes);
+    }
 }
 
 // --param-traffic on: under NO_SHARD one device copy of every unit's parameters stays (the last
