@@ -387,8 +387,9 @@ def _scaling_section(run: Run, folder: Path, time_label: str) -> str:
 
 
 def _presets_text(run: Run) -> str:
-    """'fairscale = data/copy/shape, fsdp1 = ...', from the run's registry."""
-    return ", ".join(f"{p.name} = {Strategy(**dict(p.axes), registry=run.registry).label}"
+    """'fairscale = data/copy-fairscale/shape/pre-post/no-shard, fsdp1 = ...', from the run's
+    registry: each preset's label with its copy-in, as the report's tables name its cases."""
+    return ", ".join(f"{p.name} = {Strategy(**dict(p.axes), copy_in=p.copy_in, registry=run.registry).label}"
                      for p in run.registry.presets)
 
 
