@@ -189,6 +189,18 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
         raise InputError("", f"--metric {metric}: no case carries it; counters in these runs: "
                              f"{', '.join(available) or 'none'} (or real_time, cpu_time)")
     result.rows = [compare_case(b[k], c[k], metric, threshold, alpha) for k in common]
+    # A name leaves out a defaulted lookahead and device add grid, which follow the preset a strategy
+    # is (bench/cli.cpp): when a preset's values change between commits, one name ran two ways.
+    moved = [(k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common
+             if b[k].unnamed_settings and c[k].unnamed_settings
+             and b[k].unnamed_settings != c[k].unnamed_settings]
+    if moved:
+        shown = "; ".join(f"`{k.name}`: {bs} → {cs}" for k, bs, cs in moved[:3])
+        result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "
+                            f"does not carry that differ between the runs ({shown}{' …' if len(moved) > 3 else ''}): "
+                            "a strategy's default lookahead and device add grid follow the preset it is, "
+                            "and the presets changed between these runs; their times are not of one "
+                            "configuration (pass --lookahead and --device-add-grid to pin them)")
     if base.backend != cand.backend:
         result.notes.append(f"The backends differ (baseline {base.backend}, candidate {cand.backend}): "
                             "their times are of different time domains.")

@@ -140,6 +140,18 @@ class Case:
         return None
 
     @property
+    def unnamed_settings(self) -> str:
+        """What the case ran under that its name leaves out when defaulted, from the label: its
+        'lookahead V' and 'device add grid G' segments (bench/compact_reporter.cpp), '; '-joined, e.g.
+        'lookahead unbounded; device add grid torch'; '' when no repetition's label has them."""
+        for r in self.ok_repetitions:
+            parts = [p.strip() for p in r.label.split(";")]
+            found = [p for p in parts if p.startswith(("lookahead ", "device add grid "))]
+            if found:
+                return "; ".join(found)
+        return ""
+
+    @property
     def bound_by(self) -> str | None:
         """The term that sets bound_ms (docs/DESIGN.md §6), from the label's 'bound by <term>'; None
         when no repetition's label names one."""

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_cli_support.hpp"
@@ -180,5 +181,31 @@ TEST_P(BadInput, ExitCodeAndMessage) {
 
 INSTANTIATE_TEST_SUITE_P(InputErrors, BadInput, ::testing::ValuesIn(kRows),
                          [](const ::testing::TestParamInfo<Row>& i) { return i.param.label; });
+
+// A value with control characters (a pasted newline, an escape sequence) is refused on one
+// printable line, each character as \xNN, whichever path the flag's message takes (a CliError, or
+// setup's UsageError around a layout's or a schedule's error).
+TEST(InputErrors, ControlCharactersInAValueComeOutEscapedOnOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--offload", "\\033[31mx"},
+      {"--model", "uniform:3x10\\n09"},
+      {"--model", "/tmp/x\\033.json"},
+      {"--schedule", "nnn\\rS"},
+      {"--dtype", "\\177"},
+      {"--trace", "/nonexistent/a\\nb"}};
+  for (const auto& [flag, printf_value] : cases) {
+    SCOPED_TRACE(flag + " " + printf_value);
+    const auto r = shardaccum::testing::run_bench_cli(
+        "", "--backend host --list " + flag + " \"$(printf '" + printf_value + "')\"");
+    EXPECT_EQ(r.rc, 2) << r.err;
+    const size_t error_line = r.err.find("error: ");
+    ASSERT_NE(error_line, std::string::npos) << r.err;
+    const std::string line = r.err.substr(error_line);
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << line;  // one line, ended by its newline
+    for (const char c : line.substr(0, line.size() - 1))
+      EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) << line;
+    EXPECT_NE(line.find("\\x"), std::string::npos) << line;
+  }
+}
 
 }  // namespace

@@ -243,3 +243,19 @@ def test_a_case_failing_in_both_runs_is_noted_not_missing(tmp_path):
     proc = run_script("compare.py", base, cand)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 case failed in both runs" in proc.stdout and "## Missing in candidate" not in proc.stdout
+
+
+def test_a_name_that_ran_under_other_unnamed_settings_gets_a_note(tmp_path):
+    # A preset changed between commits (fairscale left data/copy/shape on 2026-12-05): the same name
+    # then ran at another default lookahead and device add grid, which only the label says.
+    base, cand = tiny_run({CASE: [10.0, 10.0]}), tiny_run({CASE: [10.0, 10.0]})
+    for e in base["benchmarks"]:
+        e["label"] = "gpu events; lookahead unbounded; device add grid torch"
+    for e in cand["benchmarks"]:
+        e["label"] = "gpu events; lookahead 1; device add grid two-per-sm"
+    result = compare_files(write_doc(base, tmp_path / "a.json"), write_doc(cand, tmp_path / "b.json"))
+    note = next(n for n in result.notes if "settings their name does not carry" in n)
+    assert "lookahead unbounded; device add grid torch → lookahead 1; device add grid two-per-sm" in note
+    assert "1 case ran" in note
+    same = compare_files(write_doc(base, tmp_path / "c.json"), write_doc(base, tmp_path / "d.json"))
+    assert not any("settings their name does not carry" in n for n in same.notes)
