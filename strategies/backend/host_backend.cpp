@@ -1,5 +1,7 @@
 #include "strategies/backend/host_backend.hpp"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -52,7 +54,11 @@ struct Rendezvous {
 
 /// One memory space: live allocations, current and peak bytes.
 struct Arena {
-  std::unordered_map<const void*, uint64_t> live;  // pointer -> bytes
+  struct Block {
+    uint64_t counted = 0;  // the bytes the arena counts (an allocator's rounding included)
+    uint64_t bytes = 0;    // the bytes allocated
+  };
+  std::unordered_map<const void*, Block> live;
   uint64_t current = 0, peak = 0;
 };
 
@@ -63,7 +69,7 @@ class HostRank final : public RankBackend {
   HostRank& operator=(const HostRank&) = delete;
   ~HostRank() override {
     for (Arena& a : arenas_)
-      for (auto& [p, bytes] : a.live) std::free(const_cast<void*>(p));
+      for (auto& [p, block] : a.live) free_block(const_cast<void*>(p), block.bytes);
   }
   void attach(Rendezvous* r) { rv_ = r; }
 
@@ -91,9 +97,10 @@ class HostRank final : public RankBackend {
     auto it = a.live.find(b.data());
     if (it == a.live.end()) return;  // not ours: nothing to account (never expected)
     detail::poison(b.data(), b.dtype(), b.numel());
-    a.current -= it->second;
+    a.current -= it->second.counted;
+    const uint64_t bytes = it->second.bytes;
     a.live.erase(it);
-    std::free(b.data());
+    free_block(b.data(), bytes);
   }
 
   void copy(Buffer& dst, const Buffer& src, Stream s) override { copy_counted(dst, src, s, false); }
@@ -295,14 +302,39 @@ class HostRank final : public RankBackend {
   Buffer allocate_counted(MemSpace space, DType dtype, uint64_t numel, uint64_t counted) {
     if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
     const uint64_t bytes = numel * dtype_bytes(dtype);
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
+    void* p = allocate_block(bytes);
     if (space != MemSpace::pageable_host) detail::poison(p, dtype, numel);
     Arena& a = arena(space);
-    a.live.emplace(p, counted);
+    a.live.emplace(p, Arena::Block{counted, bytes});
     a.current += counted;
     a.peak = std::max(a.peak, a.current);
     return Buffer(this, p, space, dtype, numel);
+  }
+
+  // A buffer of kMappedBytes or more is its own mapping, returned to the system on release, never
+  // left to glibc's heap: under its dynamic mmap threshold freed buffers came back from the heap,
+  // and the small allocations of --trace (one event per op) kept their pages resident: a default
+  // host matrix with --trace grew to 24 GB (break-it review, 2026-12-05); uniform:8x64K, 16 cases,
+  // from 271 MB to 27 MB. Only the host backend: the cuda backend's pageable buffers keep glibc's
+  // behaviour, which they model (reports/host-glibc-pageable-1204).
+  static constexpr uint64_t kMappedBytes = 64 * 1024;
+
+  static void* allocate_block(uint64_t bytes) {
+    if (bytes < kMappedBytes) {
+      void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (!p) throw std::bad_alloc();
+      return p;
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+  }
+
+  static void free_block(void* p, uint64_t bytes) noexcept {
+    if (bytes < kMappedBytes)
+      std::free(p);
+    else
+      munmap(p, bytes);
   }
 
   /// Attributes the time since t0 to phase `p` and, when this thread records a trace, records
@@ -329,9 +361,9 @@ class HostRank final : public RankBackend {
     const Arena& a = arena(b.space());
     if (a.live.contains(b.data())) return true;
     const auto p = reinterpret_cast<uintptr_t>(b.data());
-    for (const auto& [q, bytes] : a.live) {  // a view: few live buffers, a scan is enough
+    for (const auto& [q, block] : a.live) {  // a view: few live buffers, a scan is enough
       const auto base = reinterpret_cast<uintptr_t>(q);
-      if (p >= base && p + b.bytes() <= base + bytes) return true;
+      if (p >= base && p + b.bytes() <= base + block.bytes) return true;
     }
     return false;
   }
