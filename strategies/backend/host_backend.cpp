@@ -317,7 +317,7 @@ class HostRank final : public RankBackend {
   // host matrix with --trace grew to 24 GB (break-it review, 2026-12-05); uniform:8x64K, 16 cases,
   // from 271 MB to 27 MB. Only the host backend: the cuda backend's pageable buffers keep glibc's
   // behaviour, which they model (reports/host-glibc-pageable-1204).
-  static constexpr uint64_t kMappedBytes = 64 * 1024;
+  static constexpr uint64_t kMappedBytes = uint64_t{64} << 10;
 
   static void* allocate_block(uint64_t bytes) {
     if (bytes < kMappedBytes) {
