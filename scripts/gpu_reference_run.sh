@@ -28,7 +28,8 @@
 #            into reports/h200-validation/real-SYSTEM.json (report.py over both makes validation.json);
 #            VALID_TOKENS=T as above (--tokens T), VALID_MODELS="m1 m2" one JSON per model,
 #            VALID_OFFLOADS (default cpu,none) the runner's --offload
-#   presetref the one-GPU suite job with the faithful presets (run.sh --no-real --name h200-reference-presets)
+#   presetref the one-GPU suite job with the faithful presets (run.sh --no-real --name h200-reference-presets,
+#            h100-reference-presets on an H100)
 #   torchlines the installed torch's version and the sha256 of the files docs/PRESETS.md cites
 #   suiteref the one-GPU suite job alone (run.sh --no-real --name h200-reference-suite)
 #   gemmref  the one-GPU suite job with --backward gemm --tokens 1024 --cupti kernels
@@ -315,9 +316,12 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     done
     ;;
   presetref)
-    step "one-GPU suite job with the faithful presets: run.sh --no-real --name h200-reference-presets"
+    # The folder names the GPU that ran it (the nvidia-h200 kind may be served by an H100).
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    case "$gpu" in *H100*) ref=h100-reference-presets ;; *) ref=h200-reference-presets ;; esac
+    step "one-GPU suite job with the faithful presets on $gpu: run.sh --no-real --name $ref"
     s0=$SECONDS
-    timeout "${PRESETREF_TIMEOUT:-540}" bash scripts/run.sh --no-install --no-real --name h200-reference-presets \
+    timeout "${PRESETREF_TIMEOUT:-540}" bash scripts/run.sh --no-install --no-real --name "$ref" \
       2>&1 | tee "$OUT/presetref_job.log" | grep -v '^accum/' | tail -25
     echo "presetref job: wall $((SECONDS - s0)) s (the build was done before it)"
     ;;
