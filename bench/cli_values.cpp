@@ -8,21 +8,27 @@
 
 namespace shardaccum {
 
-std::string brief(std::string_view s, size_t max) {
-  // Control characters are written as \xNN: a value pasted with a newline or an escape sequence
-  // must not break the error's one line or the terminal that shows it.
+std::string escape_controls(std::string_view s) {
+  // A value pasted with a newline or an escape sequence must not break the error's one line or
+  // the terminal that shows it.
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (const char c : s.substr(0, std::min(s.size(), max))) {
+  out.reserve(s.size());
+  for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
     if (u >= 0x20 && u != 0x7f) {
       out += c;
       continue;
     }
-    static constexpr char kHex[] = "0123456789abcdef";
     out += "\\x";
     out += kHex[u >> 4];
     out += kHex[u & 0xf];
   }
+  return out;
+}
+
+std::string brief(std::string_view s, size_t max) {
+  std::string out = escape_controls(s.substr(0, std::min(s.size(), max)));
   if (s.size() <= max) return out;
   return out + "... (" + std::to_string(s.size()) + " characters)";
 }

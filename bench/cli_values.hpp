@@ -9,6 +9,10 @@
 
 namespace shardaccum {
 
+/// `s` with each control character (below 0x20, and 0x7f) written as `\xNN`, so that text a user
+/// typed prints as one printable line in a message.
+std::string escape_controls(std::string_view s);
+
 /// `s` itself when at most `max` characters, else its first `max` characters, "..." and its length:
 /// for quoting a user's value or a file's text in a message without repeating all of it. Control
 /// characters (below 0x20, and 0x7f) come out as `\xNN`, so a message stays one printable line.

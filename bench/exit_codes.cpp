@@ -1,7 +1,6 @@
 #include "bench/exit_codes.hpp"
 
 #include <cstdio>
-#include <limits>
 #include <string>
 
 #include "bench/cli.hpp"
@@ -16,12 +15,11 @@ int exit_code(const std::exception& e) {
 
 int report_error(const std::exception& e) {
   const auto* run = dynamic_cast<const RunError*>(&e);
-  // Bad input's message quotes what the user typed: its control characters are escaped (brief),
-  // every one of them, not only those of the values that the message cut short. Setup rethrows a
+  // Bad input's message quotes what the user typed: its control characters are escaped, every
+  // one of them, not only those of the values that the message cut short (brief). Setup rethrows a
   // flag's CliError as a UsageError (run_setup.cpp resolve_run), so both are escaped.
   const bool bad_input = dynamic_cast<const CliError*>(&e) || dynamic_cast<const UsageError*>(&e);
-  const std::string what =
-      bad_input ? brief(e.what(), std::numeric_limits<size_t>::max()) : std::string(e.what());
+  const std::string what = bad_input ? escape_controls(e.what()) : std::string(e.what());
   std::fprintf(stderr, "shardaccum_bench: %serror: %s\n", run ? run->who().c_str() : "",
                what.c_str());
   if (run && !run->hint().empty())

@@ -6,6 +6,7 @@
 #include "common/gemm_shape.hpp"
 #include "strategies/copy_in/copy_in.hpp"
 #include "strategies/model.hpp"
+#include "strategies/offload/offload_policy.hpp"
 
 namespace shardaccum {
 
@@ -17,12 +18,12 @@ struct SyncBytes {
   uint64_t device = 0, host = 0;
 };
 
-SyncBytes sync_bytes(std::string_view offload, bool add, uint64_t shard, const DTypeTriple& t) {
+SyncBytes sync_bytes(const OffloadPolicy& policy, std::string_view offload, bool add,
+                     uint64_t shard, const DTypeTriple& t) {
   const uint64_t br = shard * dtype_bytes(t.reduce), ba = shard * dtype_bytes(t.accum);
   const uint64_t cast = t.reduce != t.accum ? br + ba : 0;      // out converted to the accum dtype
   if (offload == "none") return {add ? br + 2 * ba : cast, 0};  // the add reads out as it is
-  if (offload == "copy" || offload == "copy-fsdp1" || offload == "copy-fairscale" || !add)
-    return {cast, 0};  // start_saved: the cast, then a D2H
+  if (policy.overwrites_saved() || !add) return {cast, 0};      // start_saved: the cast, then a D2H
   // The pipelined values do the same work in chunks.
   if (offload == "gpu-add" || offload == "gpu-add-pipelined") return {cast + 3 * ba, 0};
   if (offload == "cpu-add" || offload == "cpu-add-pipelined" || offload == "cpu-add-pageable")
@@ -110,7 +111,7 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
       const uint64_t rs_copy = n == 1 && !in_place ? input + shard * br : 0;
       const bool add = mode->has_saved_shard(u, saved[ui], shard);
       const SyncCost c = offload->predicted(add, shard, plan.dtypes);
-      SyncBytes s = sync_bytes(name, add, shard, plan.dtypes);
+      SyncBytes s = sync_bytes(*offload, name, add, shard, plan.dtypes);
       // The division's device passes of this sync (pre on the gradient, post on the output).
       s.device += (div.pre_pass ? 2 * input : 0) + (div.post_pass ? 2 * shard * br : 0);
       w.device += rs_copy + s.device;
@@ -137,9 +138,10 @@ BoundWork bound_work(const CasePlan& plan, int world_size) {
         // GPU add precedes it and only the last chunk's CPU add follows it.
         const uint64_t cn = detail::chunk_numel(plan.chunk_bytes, plan.dtypes.accum);
         if (add && name == "gpu-add-pipelined")
-          w.tail_device = sync_bytes(name, add, std::min(cn, shard), plan.dtypes).device;
+          w.tail_device = sync_bytes(*offload, name, add, std::min(cn, shard), plan.dtypes).device;
         if (add && name == "cpu-add-pipelined")
-          w.tail_host = sync_bytes(name, add, shard - (shard - 1) / cn * cn, plan.dtypes).host;
+          w.tail_host =
+              sync_bytes(*offload, name, add, shard - (shard - 1) / cn * cn, plan.dtypes).host;
       }
     }
   }

@@ -191,9 +191,8 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
     result.rows = [compare_case(b[k], c[k], metric, threshold, alpha) for k in common]
     # A name leaves out a defaulted lookahead and device add grid, which follow the preset a strategy
     # is (bench/cli.cpp): when a preset's values change between commits, one name ran two ways.
-    moved = [(k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common
-             if b[k].unnamed_settings and c[k].unnamed_settings
-             and b[k].unnamed_settings != c[k].unnamed_settings]
+    settings = ((k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common)
+    moved = [(k, bs, cs) for k, bs, cs in settings if bs and cs and bs != cs]
     if moved:
         shown = "; ".join(f"`{k.name}`: {bs} → {cs}" for k, bs, cs in moved[:3])
         result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "

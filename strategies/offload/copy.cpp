@@ -7,17 +7,9 @@
 namespace shardaccum {
 namespace {
 
-class CopyOver final : public OffloadPolicy {
+class CopyOver final : public OverwriteSaved {
  public:
   bool offloaded() const override { return true; }
-  bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
-                    const AddSite& site) const override {
-    start_saved(be, u, std::move(out), accum, site);
-    return true;
-  }
-  SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
-    return predicted_start(shard_numel, t);
-  }
 };
 
 }  // namespace

@@ -26,7 +26,7 @@
 
 namespace shardaccum {
 
-class CopyOverSavedShard : public OffloadPolicy {
+class CopyOverSavedShard : public OverwriteSaved {
  public:
   /// `blocking_at_world_one`: at world size 1 the host waits for each D2H right after issuing it.
   explicit CopyOverSavedShard(bool blocking_at_world_one)
@@ -48,16 +48,6 @@ class CopyOverSavedShard : public OffloadPolicy {
   }
 
   PinnedBlocks pinned_blocks() const override { return PinnedBlocks::per_unit; }
-
-  bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
-                    const AddSite& site) const override {
-    start_saved(be, u, std::move(out), accum, site);
-    return true;
-  }
-
-  SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const override {
-    return predicted_start(shard_numel, t);
-  }
 
   uint64_t kept_bytes(uint64_t shard_numel, const DTypeTriple& t) const override {
     return shard_numel * dtype_bytes(t.accum);

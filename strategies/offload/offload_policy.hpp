@@ -109,9 +109,29 @@ class OffloadPolicy {
     (void)be, (void)units;
   }
 
+  /// Every S overwrites the saved shard, whatever mode tracking says (OverwriteSaved: `copy` and
+  /// the systems that behave so): the oracle's bound and the step's work count each S as a start.
+  virtual bool overwrites_saved() const { return false; }
+
   /// Dispatches on `add` (mode tracking's answer), as the strategy does.
   SyncCost predicted(bool add, uint64_t shard_numel, const DTypeTriple& t) const {
     return add ? predicted_add(shard_numel, t) : predicted_start(shard_numel, t);
+  }
+};
+
+/// The base of the values whose every S is a start_saved over the previous saved shard: the
+/// known-incorrect overwrite of FSDP1 and FairScale with CPU offload (pytorch#73784), which loses
+/// every sync micro-batch but the last. A later S moves what the first does.
+class OverwriteSaved : public OffloadPolicy {
+ public:
+  bool overwrites_saved() const final { return true; }
+  bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding&,
+                    const AddSite& site) const final {
+    start_saved(be, u, std::move(out), accum, site);
+    return true;
+  }
+  SyncCost predicted_add(uint64_t shard_numel, const DTypeTriple& t) const final {
+    return predicted_start(shard_numel, t);
   }
 };
 

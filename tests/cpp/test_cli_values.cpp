@@ -88,5 +88,12 @@ TEST(CliValues, BriefEscapesControlCharacters) {
   EXPECT_EQ(brief("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 passes unchanged
 }
 
+TEST(CliValues, EscapeControlsKeepsAllOfALongMessage) {
+  // report_error escapes a whole message, however long: nothing is cut, every control escaped.
+  const std::string long_text = std::string(300, 'm') + "\n" + std::string(300, 'm');
+  EXPECT_EQ(escape_controls(long_text), std::string(300, 'm') + "\\x0a" + std::string(300, 'm'));
+  EXPECT_EQ(escape_controls(""), "");
+}
+
 }  // namespace
 }  // namespace shardaccum
