@@ -64,16 +64,17 @@ bool is_decimal_integer(const std::string& s) {
 }
 
 [[noreturn]] void not_decimal(const std::string& s, const char* flag, const char* what,
-                              const std::string& give) {
-  throw CliError(std::string(flag) + " '" + brief(s) + "': not a " + what +
-                 " (hex, '+' and exponents are not accepted); give " + give);
+                              const char* refused, const std::string& give) {
+  throw CliError(std::string(flag) + " '" + brief(s) + "': not a " + what + " (" + refused +
+                 " are not accepted); give " + give);
 }
 
 }  // namespace
 
 int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64_t hi,
                        const std::string& give) {
-  if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
+  if (!is_decimal_integer(s))
+    not_decimal(s, flag, "decimal integer", "hex, '+' and exponents", give);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
   if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
@@ -87,7 +88,8 @@ int64_t parse_int_flag(const std::string& s, const char* flag, int64_t lo, int64
 }
 
 uint64_t parse_u64_flag(const std::string& s, const char* flag, const std::string& give) {
-  if (!is_decimal_integer(s)) not_decimal(s, flag, "decimal integer", give);
+  if (!is_decimal_integer(s))
+    not_decimal(s, flag, "decimal integer", "hex, '+' and exponents", give);
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);  // refuses '-'
   if (ec != std::errc() || end != s.data() + s.size())
@@ -97,7 +99,9 @@ uint64_t parse_u64_flag(const std::string& s, const char* flag, const std::strin
 
 double parse_seconds_flag(const std::string& s, const char* flag, const std::string& give) {
   // digits [. digits] [e [sign] digits]: what strtod reads in decimal, without hex, inf or nan.
-  size_t i = 0;
+  // A value of this form with a leading '-' is a number out of range, and said so.
+  const bool negative = !s.empty() && s[0] == '-';
+  size_t i = negative ? 1 : 0;
   auto digits = [&] {
     const size_t b = i;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
@@ -114,7 +118,8 @@ double parse_seconds_flag(const std::string& s, const char* flag, const std::str
     if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
     ok = digits() > 0;
   }
-  if (!ok || i != s.size()) not_decimal(s, flag, "decimal number", give);
+  if (!ok || i != s.size()) not_decimal(s, flag, "decimal number", "hex, '+', inf and nan", give);
+  if (negative) throw CliError(std::string(flag) + " '" + brief(s) + "': negative; give " + give);
   return std::strtod(s.c_str(), nullptr);
 }
 

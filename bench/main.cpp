@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,15 +40,20 @@ struct RunResources {
 
 /// --list: the names of the cases that would run (rank 0), after --benchmark_filter as Google
 /// Benchmark applies it, on stdout; their count on stderr.
-int list_cases(const RunSetup& s) {
-  if (!s.reporter()) return kExitOk;
-  std::vector<std::string> names;
+/// The names of the cases --benchmark_filter keeps; an invalid regular expression is bad input
+/// (UsageError), refused before any work, as Google Benchmark would run nothing.
+std::vector<std::string> case_names_to_run(const RunSetup& s) {
   try {
-    names =
-        filtered_case_names(s.cases, s.opts.benchmark_args, registered_suffix(s.opts.steps), true);
+    return filtered_case_names(s.cases, s.opts.benchmark_args, registered_suffix(s.opts.steps),
+                               /*strict=*/true);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+}
+
+int list_cases(const RunSetup& s) {
+  if (!s.reporter()) return kExitOk;
+  const std::vector<std::string> names = case_names_to_run(s);
   for (const auto& n : names) std::printf("%s\n", n.c_str());
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     throw RunFailure("--list: cannot write the case names to stdout");
@@ -94,11 +100,15 @@ int run(int argc, char** argv, RunResources& res) {
   if (!setup) return kExitOk;  // --help
   RunSetup& s = *setup;
   Progress progress(s.launch.rank);
-  if (s.opts.list) return list_cases(s);
+  if (s.opts.list) {
+    print_notices(s);
+    return list_cases(s);
+  }
 
   // --benchmark_out and --trace: validated, and locked against a second run writing the same
   // file, before any work; Google Benchmark gets /dev/null, the suite writes the file.
   res.outputs = open_outputs(s.opts, s.reporter(), s.launch.rank);
+  print_notices(s);
   std::vector<char*> bargv;
   for (auto& a : s.opts.benchmark_args) bargv.push_back(a.data());
   int bargc = static_cast<int>(bargv.size());
@@ -107,8 +117,7 @@ int run(int argc, char** argv, RunResources& res) {
     return kExitUsage;  // GB said why
 
   // Count what will really run, for the progress line (filter and repetitions applied).
-  const std::vector<std::string> run_names =
-      filtered_case_names(s.cases, s.opts.benchmark_args, registered_suffix(s.opts.steps));
+  const std::vector<std::string> run_names = case_names_to_run(s);
   const MemoryBudget budget = run_budget(s.cases, s.choice, s.processes());
   const CasePredictions models = predict_cases(s.cases, budget.host_task_depth);
   std::map<std::string, std::string> skips =
@@ -153,10 +162,12 @@ int run(int argc, char** argv, RunResources& res) {
   const RunTally tally = progress.tally();
   if (tally.done == 0) {
     if (lists_tests(s.opts.benchmark_args)) return kExitOk;
+    const std::string& dest = res.outputs.out.dest;
+    std::error_code ec;
     throw UsageError("no case ran (does --benchmark_filter match any name? see --list); " +
-                     (res.outputs.out.dest.empty()
-                          ? "nothing written"
-                          : "left " + res.outputs.out.dest + " as it was"));
+                     (dest.empty() || !std::filesystem::exists(dest, ec)
+                          ? std::string("nothing written")
+                          : "left " + dest + " as it was"));
   }
   if (!res.outputs.out.dest.empty() && s.reporter()) commit_results(res.outputs, results);
   if (res.recorder) write_trace(*res.recorder, s.opts.trace);

@@ -99,14 +99,10 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
     const bool gpu_world = s.choice.name == "cuda" && !s.processes();
     const MatrixAxes axes = resolve_axes(s.opts, s.choice.default_model, s.choice.default_world,
                                          s.choice.max_world, gpu_world);
-    if (s.reporter())
-      for (const auto& n : axes.notes) std::cerr << "shardaccum_bench: " << n << "\n";
+    s.notes = axes.notes;
     check_launch_world_sizes(axes, s.launch);
     s.cases = build_matrix(axes);
     s.left_out = leave_out_unrunnable(s.cases);
-    if (s.reporter())
-      for (const auto& l : s.left_out)
-        std::cerr << "shardaccum_bench: " << l.name << ": left out: " << l.reason << "\n";
     if (s.cases.empty() && !s.left_out.empty())
       throw CliError("no case left to run: " + s.left_out.front().reason +
                      "; give --schedule sync or no-sync (S^K, n^(K-1)S), or another --preset");
@@ -120,6 +116,13 @@ std::optional<RunSetup> resolve_run(int argc, char** argv) {
     throw UsageError(e.what(), s.launch.rank ? "rank " + std::to_string(s.launch.rank) + ": " : "");
   }
   return s;
+}
+
+void print_notices(const RunSetup& s) {
+  if (!s.reporter()) return;
+  for (const auto& n : s.notes) std::cerr << "shardaccum_bench: " << n << "\n";
+  for (const auto& l : s.left_out)
+    std::cerr << "shardaccum_bench: " << l.name << ": left out: " << l.reason << "\n";
 }
 
 }  // namespace shardaccum

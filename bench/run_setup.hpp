@@ -3,6 +3,7 @@
 // the launch and its rendezvous, and the cases of this part, all validated.
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "bench/backend_select.hpp"
@@ -21,6 +22,7 @@ struct RunSetup {
   std::vector<CaseSpec> cases;        // this --part's
   size_t matrix_cases = 0;            // the whole matrix, before --part keeps one slice
   std::vector<LeftOutCase> left_out;  // cases of the axes no configuration of their system runs
+  std::vector<std::string> notes;     // what the axes resolved to that the user did not ask for
 
   /// One process per GPU (--launcher env), not rank threads of one process.
   bool processes() const { return launch.launcher != "threads"; }
@@ -34,6 +36,10 @@ struct RunSetup {
 /// --help was printed. Throws UsageError with the message of the CliError or std::invalid_argument
 /// that named the bad input, from "rank N: " on a rank other than 0.
 std::optional<RunSetup> resolve_run(int argc, char** argv);
+
+/// Prints the setup's notes and its left-out cases on stderr (the reporter only), once the output
+/// files are validated: an error in them comes first, not after these.
+void print_notices(const RunSetup& s);
 
 /// Applies the backend's default job (default_job of `choice`'s backend and default world size,
 /// which a multi-process launch has fixed) to what the command line left out: the default models

@@ -261,8 +261,9 @@ wrong = len(cases) - err - ok
 print(f"run.sh: {len(cases)} cases on backend {doc.get('context', {}).get('backend', '?')}: "
       f"{ok} correct, {wrong} WRONG, {err} failed with an error")
 if wrong:
-    print("run.sh: WRONG is the oracle catching a known-incorrect strategy (offload `copy`, or mode `shape` with "
-          "an offload, on a schedule with more than one S), as docs/DESIGN.md §3 predicts")
+    print("run.sh: WRONG is the oracle catching a known-incorrect strategy (offload `copy`, `copy-fsdp1` or "
+          "`copy-fairscale`: FSDP1's and FairScale's overwrite; or mode `shape` with an offload; on a "
+          "schedule with more than one S), as docs/DESIGN.md §3 predicts")
 PYEOF
 
 # 3b. The real systems on the same workload, beside run.json (GPUs only: they are CUDA programs).

@@ -75,6 +75,11 @@ TEST(CliValues, SecondsAreDecimal) {
         cli_error([&] { parse_seconds_flag(bad, "--timeout", "1..86400"); }).find("--timeout '"),
         std::string::npos)
         << bad;
+  // A negative number is out of range, not malformed; an exponent is accepted, so not named.
+  EXPECT_NE(cli_error([] { parse_seconds_flag("-5", "--timeout", "1..86400"); }).find("negative"),
+            std::string::npos);
+  EXPECT_EQ(cli_error([] { parse_seconds_flag("0x10", "--timeout", "1..86400"); }).find("exponent"),
+            std::string::npos);
 }
 
 TEST(CliValues, BriefCutsLongText) {

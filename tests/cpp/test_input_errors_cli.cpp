@@ -208,4 +208,33 @@ TEST(InputErrors, ControlCharactersInAValueComeOutEscapedOnOneLine) {
   }
 }
 
+// An error in the output flags is the first thing on stderr, before the matrix's notices (here
+// zero3's left-out interleaved schedules), so that it is not lost below them.
+TEST(InputErrors, AnOutputFlagErrorComesBeforeTheMatrixNotices) {
+  const auto r = shardaccum::testing::run_bench_cli(
+      "", "--backend host --preset zero3 --model uniform:2x1K --benchmark_out=" + files() +
+              "/a.json --benchmark_out=" + files() + "/b.json");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("shardaccum_bench: error: --benchmark_out is given more than once", 0), 0u)
+      << r.err;
+}
+
+// A --benchmark_filter that is no regular expression is refused before any case runs (as --list
+// refuses it), and a run that ran nothing does not claim to have kept a file that never existed.
+TEST(InputErrors, AFilterThatRunsNothingWritesNothing) {
+  const std::string out = files() + "/never_written.json";
+  const std::string run =
+      "--backend host --model uniform:2x1K --offload none --benchmark_out=" + out;
+  const auto bad = shardaccum::testing::run_bench_cli("", run + " '--benchmark_filter=('");
+  EXPECT_EQ(bad.rc, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--benchmark_filter=(: not a POSIX extended regular expression"),
+            std::string::npos)
+      << bad.err;
+  const auto none = shardaccum::testing::run_bench_cli("", run + " --benchmark_filter=zzzz");
+  EXPECT_EQ(none.rc, 2) << none.err;
+  EXPECT_NE(none.err.find("no case ran"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("nothing written"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
