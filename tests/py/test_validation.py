@@ -173,7 +173,28 @@ def test_a_b_row_outside_by_more_than_its_spread_is_not_marked(tmp_path, monkeyp
     rows, _ = _rows(tmp_path)
     b = rows[("SSSS/offload:none", "accum_cost_b_ms")]
     assert not b.passes and b.spread == pytest.approx(0.2) and not b.within_spread
-    assert b.real_gpu_b is None  # no gpu_busy_ms in these real runs
+    assert b.real_gpu_b is None and not b.within_gpu_b  # no gpu_busy_ms in these real runs
+
+
+def test_a_b_row_whose_suite_b_is_the_real_b_on_the_gpu_is_marked_but_still_outside(tmp_path, monkeypatch):
+    # SSSS none: real B 14.0 − 10.0 = 4.0 ms on the host, 9.0 − 8.0 = 1.0 on the GPU (the rest host
+    # time); the suite's B 10.1 − 9.0 = 1.1 ms: outside ±20% of 4.0 and its spread of 0, within ±20% of 1.0.
+    _patch(monkeypatch, REAL, ("nnnS", "none"), step_ms_min=10.0, step_ms_max=10.0, gpu_busy_ms=8.0)
+    _patch(monkeypatch, REAL, ("SSSS", "none"), step_ms_min=14.0, step_ms_max=14.0, gpu_busy_ms=9.0)
+    _patch(monkeypatch, SUITE, ("nnnS", "none"), step_ms_min=9.0, step_ms_max=9.0)
+    _patch(monkeypatch, SUITE, ("SSSS", "none"), step_ms=10.1, step_ms_min=10.1, step_ms_max=10.1)
+    rows, _ = _rows(tmp_path)
+    b = rows[("SSSS/offload:none", "accum_cost_b_ms")]
+    assert (b.real, b.real_gpu_b, b.passes, b.within_spread) == (4.0, 1.0, False, False)
+    assert b.suite == pytest.approx(1.1) and b.within_gpu_b
+    readme = build_report(list(_docs(tmp_path)), "val", tmp_path / "out")
+    part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
+    assert "1 within tolerance of the real B on the GPU, the rest of the real B host time" in part
+    assert "real B on the GPU 1.0 ms (the suite within tolerance of it)" in part
+    # 1.3 ms on the suite's side would be outside the GPU's B too (+30%): not marked
+    _patch(monkeypatch, SUITE, ("SSSS", "none"), step_ms=10.3, step_ms_min=10.3, step_ms_max=10.3)
+    rows, _ = _rows(tmp_path)
+    assert not rows[("SSSS/offload:none", "accum_cost_b_ms")].within_gpu_b
 
 
 def test_the_suite_case_with_autograds_accumulation_stands_beside_the_real_one(tmp_path):
