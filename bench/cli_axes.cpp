@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "bench/cli.hpp"
+#include "bench/cli_suggest.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
 #include "strategies/backend/device_add_grid.hpp"
@@ -37,9 +38,15 @@ std::vector<std::string> expand(const std::vector<std::string>& values,
   check_all_alone(v, flag);
   if (v[0] == "all") return registered;
   for (const auto& x : v)
-    if (std::find(registered.begin(), registered.end(), x) == registered.end())
-      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "' (expected " +
-                     joined(registered) + " or all)");
+    if (std::find(registered.begin(), registered.end(), x) == registered.end()) {
+      // A typo's value, as a flag's; a tie names each ("fsdp3": fsdp1 or fsdp2).
+      const std::vector<std::string> near = nearest_all(x, registered);
+      std::string guess;
+      for (size_t i = 0; i < near.size(); ++i) guess += (i ? " or " : "; did you mean ") + near[i];
+      throw CliError(std::string(flag) + ": unknown value '" + brief(x) + "'" +
+                     (guess.empty() ? "" : guess + "?") + " (expected " + joined(registered) +
+                     " or all)");
+    }
   return v;
 }
 

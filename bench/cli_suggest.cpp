@@ -48,19 +48,26 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::string nearest_flag(std::string_view flag, const std::vector<std::string>& candidates) {
+std::vector<std::string> nearest_all(std::string_view flag,
+                                     const std::vector<std::string>& candidates) {
   const std::string_view name = flag.substr(0, flag.find('='));
   const size_t limit = std::max<size_t>(2, name.size() / 3);
-  std::string best;
+  std::vector<std::string> best;
   size_t best_d = limit + 1;
   for (const auto& c : candidates) {
     const size_t d = edit_distance(name, c);
     if (d < best_d) {
+      best.clear();
       best_d = d;
-      best = c;
     }
+    if (d == best_d) best.push_back(c);
   }
   return best;
+}
+
+std::string nearest_flag(std::string_view flag, const std::vector<std::string>& candidates) {
+  const std::vector<std::string> best = nearest_all(flag, candidates);
+  return best.empty() ? std::string() : best.front();
 }
 
 std::string unknown_flag_message(std::string_view flag,

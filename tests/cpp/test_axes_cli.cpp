@@ -178,6 +178,18 @@ TEST(DivisionAxis, ValuesMultiplyTheStrategiesAndOnlyTheDefaultIsUnnamed) {
   const std::string m = cli_error({"--division", "twice"});
   EXPECT_NE(m.find("--division: unknown value 'twice'"), std::string::npos) << m;
   EXPECT_NE(m.find("pre-post"), std::string::npos) << m;
+  EXPECT_EQ(m.find("did you mean"), std::string::npos) << m;  // no value is near 'twice'
+}
+
+TEST(AxisValues, ATypoOfAValueIsAnsweredWithTheNearestOne) {
+  const std::string m = cli_error({"--offload", "copy-fairscal"});
+  EXPECT_NE(m.find("--offload: unknown value 'copy-fairscal'; did you mean copy-fairscale?"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(cli_error({"--mode", "flga"}).find("did you mean flag?"), std::string::npos);
+  // Two values as near: both named, not the first.
+  const std::string tie = cli_error({"--preset", "fsdp3"});
+  EXPECT_NE(tie.find("did you mean fsdp1 or fsdp2?"), std::string::npos) << tie;
 }
 
 TEST(LookaheadAxis, AnUnknownValueNamesTheFlagAndTheValues) {
