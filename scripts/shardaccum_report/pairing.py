@@ -3,7 +3,10 @@
 Same model, world size, schedule, dtype (and tokens, as the suite's extra name part); the strategy is
 the registry's preset named like the system (fsdp2, fsdp1): real `offload:cpu` beside the preset's
 own offload value, real `offload:none` beside the preset with the registry's one offload value whose
-property `offloaded` is false. Nothing here names a strategy value: all of it is the registry's.
+property `offloaded` is false. Real `offload:cpu-pageable` (FSDP2 `CPUOffloadPolicy(pin_memory=False)`,
+DeepSpeed `offload_optimizer.pin_memory: false`) stands beside nothing: every preset's offload value
+models pinned host memory (docs/PRESETS.md F1, Z6), so pairing it with one would compare another
+system. Nothing here names a strategy value: all of it is the registry's.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from .real import RealKey
 from .registry import Registry
 
 NO_PRESET_CASE = "no preset case in the inputs"
+# The real runner's offload value whose host memory is not pinned (bench/real/shardaccum_real/cases.py).
+UNPINNED_OFFLOAD = "cpu-pageable"
 PARAM_TRAFFIC = "param-traffic"
 GRAD_ACCUMULATION = "grad-accumulation"
 DEVICE_ADD_GRID = "device-add-grid"
@@ -50,6 +55,9 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
     if preset is None:
         names = ", ".join(p.name for p in registry.presets) or "none"
         return None, f"the registry has no preset {key.system!r} (its presets: {names})"
+    if key.offload == UNPINNED_OFFLOAD:
+        return None, (f"offload {UNPINNED_OFFLOAD} (pin_memory off) is not modelled: the preset {preset.name!r} "
+                      f"offloads to pinned host memory (docs/PRESETS.md F1, Z6)")
     strategy = Strategy(**dict(preset.axes), registry=registry, copy_in=preset.copy_in)
     if key.offload == "none":
         none = no_offload_value(registry)

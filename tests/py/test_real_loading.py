@@ -139,3 +139,23 @@ def test_a_suite_run_without_the_case_gives_no_preset_case(tmp_path):
     pairs = pair_cases(real, suite)
     assert {p.why for p in pairs if p.key.schedule == "SSSS"} == {NO_PRESET_CASE}
     assert all(p.preset is not None for p in pairs if p.key.schedule != "SSSS")
+
+
+def test_a_real_case_offloaded_to_pageable_memory_stands_beside_no_preset(tmp_path):
+    # Every preset offloads to pinned memory; FSDP2's pin_memory=False (and DeepSpeed's pin_memory false)
+    # copies blocking into pageable memory from the first sync on, so the preset's case is another system.
+    doc = load_doc(REAL_FIXTURE)
+    pageable = [dict(e, name=e["name"].replace("/offload:cpu/", "/offload:cpu-pageable/"),
+                     run_name=e["run_name"].replace("/offload:cpu/", "/offload:cpu-pageable/"))
+                for e in doc["benchmarks"] if "/offload:cpu/" in e["name"]]
+    assert pageable
+    doc["benchmarks"] += pageable
+    suite, real = load_inputs([write_doc(doc, tmp_path / "real.json"), HOST_FIXTURE])
+    pairs = pair_cases(real, suite)
+    unpinned = [p for p in pairs if p.key.offload == "cpu-pageable"]
+    assert len(unpinned) == len(pageable)
+    for p in unpinned:
+        assert p.preset is None and p.preset_key is None
+        assert p.why.startswith(NO_PRESET_CASE) and "pin_memory" in p.why and "pinned" in p.why, p.why
+    # The pinned cases keep their presets.
+    assert all(p.preset is not None for p in pairs if p.key.offload == "cpu")
