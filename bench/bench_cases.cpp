@@ -59,12 +59,13 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     write_gemm_counters(st.counters, t, spec.plan());
     const std::string bound_by =
         write_bound_counters(st.counters, t, spec.plan(), backend.ceilings(), spec.world_size);
+    const std::string threads = spec.host_threads_setting();
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
                 (verdict.correct() ? "correct"
                                    : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())) +
                 "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()) +
                 "; device add grid " + device_add_grid_name(spec.effective_device_add_grid()) +
-                "; bound by " + bound_by);
+                (threads.empty() ? "" : "; " + threads) + "; bound by " + bound_by);
     ok = true;
   } catch (const std::exception& e) {
     st.SkipWithError(e.what());

@@ -28,6 +28,24 @@ DeviceAddGrid default_device_add_grid(const StrategySpec& st) {
   return p ? p->device_add_grid : DeviceAddGrid::two_per_sm;
 }
 
+int CaseSpec::effective_host_threads() const {
+  return host_threads == kHostThreadsAuto ? default_host_threads(strategy, world_size)
+                                          : host_threads;
+}
+
+std::string CaseSpec::host_threads_setting() const {
+  if (!OffloadRegistry::get().make(strategy.offload, AxisArgs{})->takes_host_threads()) return "";
+  const int n = effective_host_threads();
+  if (n == 0) return "host threads rank's share";
+  return "host threads " + std::to_string(n) +
+         (host_threads == kHostThreadsAuto ? " (torchrun)" : "");
+}
+
+int default_host_threads(const StrategySpec& st, int ranks_per_node) {
+  const PresetInfo* p = PresetRegistry::get().of(st);
+  return p && p->torchrun_threads && ranks_per_node > 1 ? 1 : 0;
+}
+
 bool offloads_params(const StrategySpec& st) {
   return OffloadRegistry::get().make(st.offload, AxisArgs{})->offloaded();
 }
@@ -48,7 +66,7 @@ CasePlan CaseSpec::plan() const {
                   tokens,
                   tf32,
                   chunk_bytes,
-                  host_threads,
+                  effective_host_threads(),
                   param_traffic,
                   autograd_accumulation,
                   effective_device_add_grid()};

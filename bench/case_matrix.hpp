@@ -28,7 +28,7 @@ struct MatrixAxes {
   uint64_t tokens = 0;
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes (the pipelined offloads)
-  int host_threads = 0;                       // --host-threads (cpu-add-pageable)
+  int host_threads = kHostThreadsAuto;        // --host-threads (cpu-add-pageable)
   bool param_traffic = false;          // --param-traffic on (kept where param_traffic_applies)
   bool autograd_accumulation = false;  // --grad-accumulation autograd
   /// --device-add-grid torch or two-per-sm; nullopt (auto): each strategy's
@@ -51,7 +51,9 @@ struct CaseSpec {
   uint64_t tokens = 0;
   bool tf32 = false;
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: not in the name (one per run)
-  int host_threads = 0;                       // --host-threads: not in the name (one per run)
+  /// --host-threads as given (kHostThreadsAuto: default_host_threads); not in the name, the label
+  /// says it where the offload takes it (OffloadPolicy::takes_host_threads).
+  int host_threads = kHostThreadsAuto;
   /// --param-traffic on; only ever true where param_traffic_applies.
   bool param_traffic = false;
   /// --grad-accumulation autograd (CasePlan::autograd_accumulation).
@@ -68,6 +70,12 @@ struct CaseSpec {
   std::string name() const;
   /// device_add_grid as given, else default_device_add_grid(strategy).
   DeviceAddGrid effective_device_add_grid() const;
+  /// host_threads as given, else default_host_threads(strategy, world_size).
+  int effective_host_threads() const;
+  /// The label's segment for the CPU add's threads when the offload takes --host-threads
+  /// (OffloadPolicy::takes_host_threads): "host threads N", "host threads 1 (torchrun)" when auto
+  /// chose it, "host threads rank's share" for 0; "" for every other offload.
+  std::string host_threads_setting() const;
   /// The plan, its device_add_grid the effective one.
   CasePlan plan() const;
 };
@@ -76,6 +84,14 @@ struct CaseSpec {
 /// (PresetRegistry::of; PresetInfo::device_add_grid: torch for the real systems, whose adds are
 /// PyTorch's), else DeviceAddGrid::two_per_sm (the suite's idealised strategies, `ideal` too).
 DeviceAddGrid default_device_add_grid(const StrategySpec& st);
+
+/// --host-threads auto's choice for `st` at `ranks_per_node` ranks on one node: 1 for the
+/// combination of a preset launched by torchrun (PresetInfo::torchrun_threads: torchrun sets
+/// OMP_NUM_THREADS=1 when nproc_per_node > 1, torch/distributed/run.py 849-861) when
+/// ranks_per_node > 1, else 0 (the rank's share). The suite's threaded mode puts every rank on one
+/// node, and so does one torchrun of it, so a case passes its world size; a run over several nodes
+/// gives --host-threads instead.
+int default_host_threads(const StrategySpec& st, int ranks_per_node);
 
 /// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on copies its parameters.
 bool offloads_params(const StrategySpec& st);

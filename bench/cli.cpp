@@ -199,7 +199,8 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
               trace_steps_s = std::to_string(o.trace_steps), tokens_s = std::to_string(o.tokens),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s)),
               chunk_s = std::to_string(o.chunk_bytes),
-              host_threads_s = std::to_string(o.host_threads);
+              host_threads_s = o.host_threads == kHostThreadsAuto ? std::string("auto")
+                                                                  : std::to_string(o.host_threads);
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
                model_choices_help({SHARDACCUM_CONFIG_DIR}) +
@@ -275,10 +276,11 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->type_name("INT");
   // torchrun sets OMP_NUM_THREADS=1 when nproc_per_node > 1 (torch/distributed/run.py).
   app.add_option("--host-threads", host_threads_s,
-                 "Intra-op threads of offload:cpu-add-pageable's CPU add (0: --threads' share; "
-                 "torchrun sets 1 when it starts more than one process)")
+                 "Intra-op threads of offload:cpu-add-pageable's CPU add: auto (a preset launched "
+                 "by torchrun, fsdp2, gets torchrun's 1 when more than one rank shares the node; "
+                 "anything else --threads' share), 0 (--threads' share) or N")
       ->capture_default_str()
-      ->type_name("INT");
+      ->type_name("auto|INT");
   app.add_option("--param-traffic", o.param_traffic,
                  "on or off (one value). on: each unit's unsharded parameter is held from its "
                  "unshard to its reshard in the forward and the backward, and offloaded "
@@ -421,10 +423,12 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       static_cast<int>(parse_int_flag(threads_s, "--threads", 0, int64_t{4} * hw,
                                       "0 (cores / world size) to " + std::to_string(4 * hw) +
                                           " (4x the " + std::to_string(hw) + " hardware threads)"));
-  o.host_threads =
-      static_cast<int>(parse_int_flag(host_threads_s, "--host-threads", 0, int64_t{4} * hw,
-                                      "0 (the rank's share) to " + std::to_string(4 * hw) +
-                                          " (4x the " + std::to_string(hw) + " hardware threads)"));
+  o.host_threads = host_threads_s == "auto"
+                       ? kHostThreadsAuto
+                       : static_cast<int>(parse_int_flag(
+                             host_threads_s, "--host-threads", 0, int64_t{4} * hw,
+                             "auto, or 0 (the rank's share) to " + std::to_string(4 * hw) +
+                                 " (4x the " + std::to_string(hw) + " hardware threads)"));
   if (o.launcher != "threads" && o.launcher != "env" && o.launcher != "auto")
     throw CliError("--launcher '" + brief(o.launcher) + "': expected threads, env or auto");
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {

@@ -33,8 +33,10 @@ struct BenchOptions {
   bool tf32 = false;                          // --tf32: fp32 GEMMs may use TF32 tensor cores
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: the pipelined offloads' chunk
   uint64_t seed = 0x5a5a;
-  int threads = 0;       // host threads per rank for adds; 0: hardware threads / world size
-  int host_threads = 0;  // --host-threads: cpu-add-pageable's CPU add threads; 0: the rank's share
+  int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size
+  /// --host-threads: cpu-add-pageable's CPU add threads; 0: the rank's share; kHostThreadsAuto
+  /// (auto, the default): the preset's launcher's (default_host_threads, bench/case_matrix.hpp).
+  int host_threads = kHostThreadsAuto;
   /// --param-traffic: "off" or "on" (the offloaded strategies' parameter H2D, ParamTraffic).
   std::string param_traffic = "off";
   /// --grad-accumulation: "in-place" or "autograd" (CasePlan::autograd_accumulation).

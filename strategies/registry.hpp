@@ -35,6 +35,10 @@ struct AxisValueInfo {
 /// 337.3-337.9, gpt2-xl 488.0 against 489.1-489.2, SSSS); cpu-add-pipelined's moved by -3% to +4%.
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{128} << 20;
 
+/// --host-threads auto: chosen per case (bench default_host_threads) before any AxisArgs is made,
+/// which holds 0 or more.
+inline constexpr int kHostThreadsAuto = -1;
+
 /// What a value's factory may need to know of the case.
 struct AxisArgs {
   size_t units = 0;                           // flat parameters of the layout

@@ -197,9 +197,10 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
         shown = "; ".join(f"`{k.name}`: {bs} → {cs}" for k, bs, cs in moved[:3])
         result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "
                             f"does not carry that differ between the runs ({shown}{' …' if len(moved) > 3 else ''}): "
-                            "a strategy's default lookahead and device add grid follow the preset it is, "
-                            "and the presets changed between these runs; their times are not of one "
-                            "configuration (pass --lookahead and --device-add-grid to pin them)")
+                            "a strategy's default lookahead, device add grid and CPU add threads follow the "
+                            "preset it is, and the presets changed between these runs; their times are not "
+                            "of one configuration (pass --lookahead, --device-add-grid and --host-threads "
+                            "to pin them)")
     if base.backend != cand.backend:
         result.notes.append(f"The backends differ (baseline {base.backend}, candidate {cand.backend}): "
                             "their times are of different time domains.")

@@ -142,11 +142,12 @@ class Case:
     @property
     def unnamed_settings(self) -> str:
         """What the case ran under that its name leaves out when defaulted, from the label: its
-        'lookahead V' and 'device add grid G' segments (bench/compact_reporter.cpp), '; '-joined, e.g.
-        'lookahead unbounded; device add grid torch'; '' when no repetition's label has them."""
+        'lookahead V', 'device add grid G' and (offload cpu-add-pageable) 'host threads N' segments
+        (bench/bench_cases.cpp), '; '-joined, e.g. 'lookahead unbounded; device add grid torch'; ''
+        when no repetition's label has them."""
         for r in self.ok_repetitions:
             parts = [p.strip() for p in r.label.split(";")]
-            found = [p for p in parts if p.startswith(("lookahead ", "device add grid "))]
+            found = [p for p in parts if p.startswith(("lookahead ", "device add grid ", "host threads "))]
             if found:
                 return "; ".join(found)
         return ""

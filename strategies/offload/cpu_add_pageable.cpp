@@ -51,6 +51,7 @@ class CpuAddPageable final : public OffloadPolicy {
   // non_blocking=True)` into pinned memory from its caching host allocator
   // (CachingHostAllocator.h:300-302), one tensor per parameter, as pinned_blocks says.
   PinnedBlocks pinned_blocks() const override { return PinnedBlocks::per_parameter; }
+  bool takes_host_threads() const override { return true; }
 
   bool add_to_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum, const Binding& binding,
                     const AddSite& site) const override {

@@ -82,6 +82,10 @@ class OffloadPolicy {
   /// How this value's pinned host tensors (its saved shards, and the parameters of
   /// --param-traffic on) are allocated. Default: exact.
   virtual PinnedBlocks pinned_blocks() const { return PinnedBlocks::exact; }
+  /// True when its CPU add runs with --host-threads' intra-op threads (AxisArgs::host_threads), as
+  /// FSDP2's `+=` on the issuing thread does (cpu-add-pageable); the case's label then says how
+  /// many. Default false: the suite's own adds take --threads.
+  virtual bool takes_host_threads() const { return false; }
   /// The pinned bytes an offloaded saved shard of `shard_numel` elements, cut into `pieces`
   /// (UnitGrad::pieces), is counted as.
   uint64_t saved_pinned_bytes(uint64_t shard_numel, std::span<const uint64_t> pieces,

@@ -26,6 +26,11 @@ struct PresetInfo {
   /// SM, as PyTorch's `+=` (FSDP1, FSDP2, FairScale and DeepSpeed add with PyTorch's kernels), or
   /// the suite's two blocks per SM for an idealised preset.
   DeviceAddGrid device_add_grid = DeviceAddGrid::torch;
+  /// The system runs under torchrun, which sets OMP_NUM_THREADS=1 when it starts more than one
+  /// process on a node (torch/distributed/run.py 849-861, docs/PRESETS.md F3): under
+  /// --host-threads auto its CPU add gets 1 intra-op thread when more than one rank shares the
+  /// node (default_host_threads), else the rank's share.
+  bool torchrun_threads = false;
 };
 
 class PresetRegistry {

@@ -197,7 +197,50 @@ TEST(PageableOffload, HostThreadsReachesThePlanAndRefusesBadValues) {
       m = e.what();
     }
     EXPECT_NE(m.find("--host-threads"), std::string::npos) << bad << ": " << m;
+    EXPECT_NE(m.find("auto"), std::string::npos) << bad << ": " << m;
   }
+}
+
+/// The cases of `flags` at world size `world` on uniform:2x4 (every schedule).
+std::vector<CaseSpec> cases_of(std::vector<std::string> flags, int world) {
+  flags.insert(flags.end(), {"--world-size", std::to_string(world)});
+  return build_matrix(resolve_axes(parsed(flags), "uniform:2x4", 1, 1024, false));
+}
+
+TEST(PageableOffload, HostThreadsAutoGivesFsdp2TorchrunsOneThreadWhenRanksShareTheNode) {
+  // torchrun sets OMP_NUM_THREADS=1 when it starts more than one process on a node
+  // (torch/distributed/run.py 849-861, docs/PRESETS.md F3): the fsdp2 preset's CPU add then runs
+  // on one intra-op thread. Alone on its node it keeps the rank's share (0).
+  EXPECT_EQ(parsed({}).host_threads, kHostThreadsAuto);
+  EXPECT_EQ(parsed({"--host-threads", "auto"}).host_threads, kHostThreadsAuto);
+  for (const int world : {2, 4}) {
+    const std::vector<CaseSpec> cases = cases_of({"--preset", "fsdp2"}, world);
+    ASSERT_FALSE(cases.empty());
+    for (const CaseSpec& c : cases) {
+      EXPECT_EQ(c.plan().host_threads, 1) << c.name();
+      EXPECT_EQ(c.host_threads_setting(), "host threads 1 (torchrun)") << c.name();
+    }
+  }
+  for (const CaseSpec& c : cases_of({"--preset", "fsdp2"}, 1)) {
+    EXPECT_EQ(c.plan().host_threads, 0) << c.name();
+    EXPECT_EQ(c.host_threads_setting(), "host threads rank's share") << c.name();
+  }
+  // Given, it is what every case runs with, the preset's too.
+  for (const char* given : {"0", "3"})
+    for (const CaseSpec& c : cases_of({"--preset", "fsdp2", "--host-threads", given}, 2)) {
+      EXPECT_EQ(c.plan().host_threads, std::stoi(given)) << c.name();
+      EXPECT_EQ(c.host_threads_setting(),
+                std::string(given) == "0" ? "host threads rank's share" : "host threads 3")
+          << c.name();
+    }
+  // The same offload in a combination of no preset launched by torchrun keeps the rank's share.
+  for (const CaseSpec& c :
+       cases_of({"--offload", "cpu-add-pageable", "--binding", "data", "--mode", "shape"}, 2)) {
+    EXPECT_EQ(c.plan().host_threads, 0) << c.name();
+  }
+  // An offload whose adds do not take --host-threads says nothing of them.
+  for (const CaseSpec& c : cases_of({"--preset", "zero3"}, 2))
+    EXPECT_EQ(c.host_threads_setting(), "") << c.name();
 }
 
 }  // namespace

@@ -259,3 +259,18 @@ def test_a_name_that_ran_under_other_unnamed_settings_gets_a_note(tmp_path):
     assert "1 case ran" in note
     same = compare_files(write_doc(base, tmp_path / "c.json"), write_doc(base, tmp_path / "d.json"))
     assert not any("settings their name does not carry" in n for n in same.notes)
+
+
+def test_the_cpu_adds_threads_of_a_label_are_among_the_unnamed_settings(tmp_path):
+    # --host-threads auto gives fsdp2's cpu-add-pageable torchrun's 1 thread at 2+ ranks a node; a run
+    # with --host-threads 0 keeps the rank's share under the same name: the label tells them apart.
+    base, cand = tiny_run({CASE: [10.0, 10.0]}), tiny_run({CASE: [10.0, 10.0]})
+    for e in base["benchmarks"]:
+        e["label"] = "correct; lookahead 1; device add grid torch; host threads 1 (torchrun); bound by host memory"
+    for e in cand["benchmarks"]:
+        e["label"] = "correct; lookahead 1; device add grid torch; host threads rank's share; bound by host memory"
+    result = compare_files(write_doc(base, tmp_path / "a.json"), write_doc(cand, tmp_path / "b.json"))
+    note = next(n for n in result.notes if "settings their name does not carry" in n)
+    assert ("lookahead 1; device add grid torch; host threads 1 (torchrun) → "
+            "lookahead 1; device add grid torch; host threads rank's share") in note
+    assert "--host-threads" in note
