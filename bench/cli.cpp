@@ -156,7 +156,8 @@ std::vector<std::string> model_dirs(const BenchOptions& o) {
 bool parse_cli(int argc, char** argv, BenchOptions& o) {
   o.benchmark_args = {argv[0]};
   std::vector<std::string> rest;
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  // Shell-quoted, so that a path with a space stays one argument when read back.
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + shell_quote(argv[i]);
   // Google Benchmark's flags are split off first so that CLI11 sees only ours.
   std::vector<std::string> ours;
   for (int i = argc - 1; i >= 1; --i) {

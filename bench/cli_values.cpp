@@ -1,6 +1,7 @@
 #include "bench/cli_values.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -25,6 +26,17 @@ std::string escape_controls(std::string_view s) {
     out += kHex[u & 0xf];
   }
   return out;
+}
+
+std::string shell_quote(std::string_view s) {
+  const auto safe = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  };
+  if (!s.empty() && std::all_of(s.begin(), s.end(), safe)) return std::string(s);
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return out + "'";
 }
 
 std::string brief(std::string_view s, size_t max) {

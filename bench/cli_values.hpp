@@ -13,6 +13,12 @@ namespace shardaccum {
 /// typed prints as one printable line in a message.
 std::string escape_controls(std::string_view s);
 
+/// `s` as one POSIX shell word, as Python's shlex.quote writes it: itself when it is non-empty and
+/// only of letters, digits and @%+=:,./_-, else in single quotes (each ' as '"'"'). The run's
+/// `command` joins argv so, so that it can be pasted into a shell and split back
+/// (scripts/merge.py).
+std::string shell_quote(std::string_view s);
+
 /// `s` itself when at most `max` characters, else its first `max` characters, "..." and its length:
 /// for quoting a user's value or a file's text in a message without repeating all of it. Control
 /// characters (below 0x20, and 0x7f) come out as `\xNN`, so a message stays one printable line.

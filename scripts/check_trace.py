@@ -8,8 +8,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shardaccum_report.errors import InputError  # noqa: E402
 from shardaccum_report import trace_check  # noqa: E402
+from shardaccum_report.cli import guard  # noqa: E402
 
 DESCRIPTION = f"""\
 For each case and traced step of TRACE.json (shardaccum_bench --trace, with --cupti kernels), the
@@ -26,7 +26,8 @@ for tiny steps (the clocks' resolution). A table of every step is printed.
 exit status: 0 every step agrees; 1 a step differs (the case is named on stderr); 2 bad input: a
 missing or unreadable file, not a trace or not a Google Benchmark JSON, the trace's otherData run_id
 not RUN.json's context run_id, a trace without `gpu step` events, or without CUPTI kernel records
-(the independent clock is missing: rerun with --cupti kernels).
+(the independent clock is missing: rerun with --cupti kernels); 3 a crash of this tool (a bug), with
+its traceback.
 """
 
 
@@ -36,16 +37,17 @@ def main() -> int:
     parser.add_argument("run", metavar="RUN.json", help="the run's Google Benchmark JSON (--benchmark_out)")
     parser.add_argument("trace", metavar="TRACE.json", help="the same run's --trace file")
     args = parser.parse_args()
-    try:
-        checks = trace_check.check(args.run, args.trace)
-    except InputError as e:
-        print(f"check_trace.py: error: {e}", file=sys.stderr)
-        return 2
+    # Bad input exits 2 and a crash 3 (never 1, which says a step differs), as the other tools.
+    return guard("check_trace.py", lambda: _check(args.run, args.trace))
+
+
+def _check(run: str, trace: str) -> int:
+    checks = trace_check.check(run, trace)
     print(trace_check.table(checks))
     bad = [c for c in checks if not c.ok]
     for c in bad:
         print(f"check_trace.py: {c.case} step {c.step} differs: {'; '.join(c.problems)}", file=sys.stderr)
-    untraced = trace_check.untraced(args.run, checks)
+    untraced = trace_check.untraced(run, checks)
     if untraced:
         print(f"note: {len(untraced)} case(s) of RUN.json have no traced step (not checked): {', '.join(untraced)}")
     print(f"{len(checks) - len(bad)} of {len(checks)} traced steps agree")

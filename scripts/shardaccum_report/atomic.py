@@ -12,17 +12,23 @@ from pathlib import Path
 from typing import Iterator
 
 
+# What a report writes into its folder (report.py, validation.py): replaced by each new report, so
+# that a file the new one does not write (a validation.json of runs no longer given) does not stay.
+REPORT_OWN = ("README.md", "validation.json")
+
+
 def carried_over(name: str) -> bool:
-    """Whether a file of this name in an old report folder is kept when atomic_directory replaces it."""
-    return name != "README.md" and not name.endswith(".png")
+    """Whether a file or folder of this name in an old report folder is kept when atomic_directory
+    replaces it: everything but the report's own files (REPORT_OWN, *.png)."""
+    return name not in REPORT_OWN and not name.endswith(".png")
 
 
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yields an empty temporary directory beside `target`; when the block ends without an exception,
-    the directory replaces `target` (an older one is removed, except for files other than README.md
-    and *.png, which are carried over, e.g. the run.json the report was made from), otherwise it is deleted and `target`
-    is left as it was. Raises OSError when the parent cannot be created or written, or when `target`
+    the directory replaces `target` (an older one is removed, except for what carried_over keeps:
+    every file and folder but the report's own, e.g. the run.json the report was made from, logs,
+    profiles), otherwise it is deleted and `target` is left as it was. Raises OSError when the parent cannot be created or written, or when `target`
     exists and is not a directory (NotADirectoryError)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -34,11 +40,17 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is for everyone to read
         old = None
         if target.exists():
-            # Files that are not the report's own (README.md, *.png), such as the run.json the
-            # report was made from, stay: regenerating a report never deletes its input.
+            # What is not the report's own, such as the run.json the report was made from or a
+            # folder of profiles beside it, stays: regenerating a report never deletes its input or
+            # the evidence kept with it. Copied, not moved: a failure before the swap below leaves
+            # `target` whole.
             for f in target.iterdir():
-                if f.is_file() and carried_over(f.name) and not (tmp / f.name).exists():
-                    shutil.copy2(f, tmp / f.name)
+                if not carried_over(f.name) or (tmp / f.name).exists():
+                    continue
+                if f.is_dir() and not f.is_symlink():
+                    shutil.copytree(f, tmp / f.name, symlinks=True)
+                else:
+                    shutil.copy2(f, tmp / f.name, follow_symlinks=False)
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.rename(target, old / target.name)
         os.rename(tmp, target)

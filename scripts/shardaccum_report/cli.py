@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -135,10 +136,26 @@ def _fail(prog: str, message: str, code: int) -> int:
     return code
 
 
-def _guard(prog: str, body) -> int:
-    """Runs body(); turns InputError and OSError into exit 2 and anything else into exit 3."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that what a tool was writing is cleaned up (atomic.py)
+    as on Ctrl-C, instead of the process dying with a temporary folder left behind."""
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    raise Terminated()
+
+
+def guard(prog: str, body) -> int:
+    """Runs body(); turns InputError and OSError into exit 2, Ctrl-C into 130, SIGTERM into 143 (each
+    after the cleanups of what it was writing) and anything else into exit 3 with its traceback."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: no handler
+        previous = None
     try:
         return body()
+    except Terminated:
+        return _fail(prog, "terminated", 143)
     except InputError as e:
         return _fail(prog, str(e), EXIT_BAD_INPUT)
     except OSError as e:
@@ -150,6 +167,9 @@ def _guard(prog: str, body) -> int:
         traceback.print_exc()
         return _fail(prog, "internal error (a bug in the tool; please report it with the input files)",
                      EXIT_INTERNAL)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def report_main(argv: list[str] | None = None) -> int:
@@ -162,7 +182,7 @@ def report_main(argv: list[str] | None = None) -> int:
         print(build_report(args.runs, args.name, args.out_dir, args.trace, Budget(args.device_gb, args.pinned_gb)))
         return EXIT_OK
 
-    return _guard("report.py", body)
+    return guard("report.py", body)
 
 
 def compare_main(argv: list[str] | None = None) -> int:
@@ -185,4 +205,4 @@ def compare_main(argv: list[str] | None = None) -> int:
             print(text)
         return EXIT_REGRESSION if result.gate_failed else EXIT_OK
 
-    return _guard("compare.py", body)
+    return guard("compare.py", body)

@@ -21,12 +21,14 @@ import argparse
 import json
 import math
 import re
+import shlex
 import sys
 from pathlib import Path
 
 from .errors import InputError
 from .real import is_real_name
 from .registry import Registry
+from .strict_json import HugeInteger, bounded_int
 
 # Keys that differ between the processes of one run by nature: when and under what load each ran,
 # the run's own id, what each slice holds (joined below), and what the cuda backend measures or
@@ -41,10 +43,20 @@ _PART = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
 _WITH_VALUE = ("--part", "--trace", "--benchmark_out", "--benchmark_out_format")
 
 
+def _words(command: str) -> list[str]:
+    """The command's arguments as a shell splits them (shardaccum_bench shell-quotes each,
+    bench/cli_values.hpp shell_quote), or split on spaces when no shell could split it (an older
+    run's, which joined them unquoted)."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split(" ")
+
+
 def comparable_command(command: str) -> str:
-    """The command without argv[0], --part, --trace and --benchmark_out* (with their values): what must
-    be equal for slices of one run. Arguments are split on spaces, as shardaccum_bench joins them."""
-    args = command.split(" ")[1:]
+    """The command without argv[0], --part, --trace and --benchmark_out* (with their values), shell-quoted
+    again: what must be equal for slices of one run."""
+    args = _words(command)[1:]
     out, skip = [], False
     for a in args:
         if skip:
@@ -56,7 +68,7 @@ def comparable_command(command: str) -> str:
         if any(a.startswith(flag + "=") for flag in _WITH_VALUE):
             continue
         out.append(a)
-    return " ".join(out)
+    return shlex.join(out)
 
 
 def _strict(value):
@@ -72,7 +84,10 @@ def _strict(value):
 
 def _load(path: Path) -> dict:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_int=bounded_int)
+    except HugeInteger as e:
+        raise InputError(str(path), f"holds an integer of {e.digits} digits, beyond any value the suite writes; "
+                                    "give the output of shardaccum_bench --part I/N") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(str(path), f"not valid JSON ({e}); give the output of shardaccum_bench --part I/N "
                                     "--benchmark_out=FILE --benchmark_out_format=json") from None
@@ -135,10 +150,14 @@ def _case_name(entry: dict) -> str:
     return str(entry.get("run_name") or entry.get("name"))
 
 
-def _joined(values: list[str | None]) -> str:
+def _joined(key: str, values: list, paths: list[Path]) -> str:
+    """The parts' comma lists of context `key` joined, each element once. Raises InputError naming the
+    file and key when a value is neither text nor a whole number (Google Benchmark writes text)."""
     seen: list[str] = []
-    for v in values:
-        for x in (v or "").split(","):
+    for v, p in zip(values, paths):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int))):
+            raise InputError(str(p), f"context '{key}' is {json.dumps(v)}: expected text such as \"2\"")
+        for x in ("" if v is None else str(v)).split(","):
             if x and x not in seen:
                 seen.append(x)
     return ",".join(seen)
@@ -245,9 +264,11 @@ def merge_docs(paths: list[Path]) -> dict:
     context = dict(ref_ctx)
     for key in JOINED_KEYS:
         if any(key in doc["context"] for _, _, doc in loaded):
-            context[key] = _joined([doc["context"].get(key) for _, _, doc in loaded])
+            context[key] = _joined(key, [doc["context"].get(key) for _, _, doc in loaded],
+                                   [p for _, p, _ in loaded])
     if "command" in ref_ctx:
-        argv0 = str(ref_ctx["command"]).split(" ")[0]
+        words = _words(str(ref_ctx["command"]))
+        argv0 = shlex.quote(words[0]) if words else ""
         context["command"] = f"{argv0} {comparable_command(str(ref_ctx['command']))}".strip()
     context["part"] = f"merged 1..{n} of {n}"
     context["part_dates"] = [str(doc["context"].get("date", "")) for _, _, doc in loaded]
@@ -282,8 +303,8 @@ def merge_main(argv: list[str] | None = None) -> int:
         print(args.out)
         return 0
 
-    from .cli import _guard
-    return _guard("merge.py", body)
+    from .cli import guard
+    return guard("merge.py", body)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     target = Path(out_dir) / name
     refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
     run, real = load_inputs(paths)
+    for why in stale_namesakes(target, list(paths) + list(traces or [])):
+        print(f"report.py: warning: {why}", file=sys.stderr)
     if run is None:
         if traces:
             raise InputError(traces[0], "a trace is drawn beside its suite run's cases; the inputs hold real-system "
@@ -98,6 +100,24 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real, budget), encoding="utf-8")
     return target / "README.md"
+
+
+def stale_namesakes(target: Path, inputs: list[str | Path]) -> list[str]:
+    """The files the folder keeps from its previous report (atomic.py carried_over) that bear an input's
+    name without being that input, e.g. reports/NAME/run.json of an older run when the report is made
+    from reports/.NAME.partial.PID/reports/NAME/run.json: each said in words, since the new README
+    describes the input and the folder would hold another file under its name."""
+    out = []
+    for given in inputs:
+        kept = Path(target) / Path(given).name
+        try:
+            same = kept.resolve() == Path(given).resolve() or not kept.is_file()
+        except OSError:
+            same = True
+        if not same and carried_over(kept.name):
+            out.append(f"{kept} stays from the folder's previous report, and this report is of {given}, "
+                       f"not of it: copy {given} over it, or remove it")
+    return out
 
 
 def _details(summary: str, body: str) -> str:

@@ -29,6 +29,27 @@ def _refuse_constant(token: str) -> None:
     raise _NonStandardToken(token)
 
 
+# Refused before int() is asked: Python raises its own ValueError past 4300 digits, which would escape
+# as a crash. Shorter integers beyond MAX_MAGNITUDE are refused where their field is known (number()).
+_MAX_INT_DIGITS = 4000
+
+
+class HugeInteger(ValueError):
+    """An integer of more than _MAX_INT_DIGITS digits (bounded_int)."""
+
+    def __init__(self, digits: int):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def bounded_int(text: str) -> int:
+    """json.loads' parse_int: int(text), or HugeInteger (a ValueError) past _MAX_INT_DIGITS digits."""
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise HugeInteger(digits)
+    return int(text)
+
+
 def _line_of(text: str, token: str) -> str:
     """' at line N' of the first value position holding `token`, or '' when it cannot be placed."""
     for m in _TOKEN_AT.finditer(text):
@@ -45,17 +66,23 @@ def loads(text: str, where: str, what: str) -> object:
     names the expected content in messages (e.g. "Google Benchmark JSON").
     """
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=bounded_int)
     except _NonStandardToken as e:
         raise InputError(where, f"holds the token {e.token}{_line_of(text, e.token)}, which is not JSON; expected "
                                 f"strict {what} (shardaccum_bench writes null for a value it cannot compute: "
                                 "replace NaN, Infinity and -Infinity by null)") from None
+    except HugeInteger as e:
+        raise InputError(where, f"holds an integer of {e.digits} digits, beyond any value the suite writes "
+                                f"(|x| <= {MAX_MAGNITUDE:g}); expected {what}") from None
     except RecursionError:
         raise InputError(where, f"nested too deep to read (thousands of levels of [ or {{); {what} is a few "
                                 "levels deep: not a file the suite wrote") from None
     except json.JSONDecodeError as e:
-        raise InputError(where, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); expected {what}; "
-                                "a run that was killed leaves its JSON cut off") from None
+        # Only a file that ends too soon looks like a killed run's.
+        ends_early = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        cut = "; a run that was killed leaves its JSON cut off" if ends_early else ""
+        raise InputError(where, f"not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}); expected {what}"
+                                f"{cut}") from None
 
 
 def number(value: object) -> float | None:

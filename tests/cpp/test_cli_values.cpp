@@ -100,5 +100,17 @@ TEST(CliValues, EscapeControlsKeepsAllOfALongMessage) {
   EXPECT_EQ(escape_controls(""), "");
 }
 
+TEST(CliValues, ShellQuoteWritesOneWordAsShlexQuoteDoes) {
+  // The run's `command` (scripts/merge.py splits it with shlex): a path with a space stays one
+  // word.
+  EXPECT_EQ(shell_quote("--benchmark_out=/tmp/r.json"), "--benchmark_out=/tmp/r.json");
+  EXPECT_EQ(shell_quote("uniform:16x64M,gpt2-xl"), "uniform:16x64M,gpt2-xl");
+  EXPECT_EQ(shell_quote("--benchmark_out=/tmp/sp ace/r.json"),
+            "'--benchmark_out=/tmp/sp ace/r.json'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("it's"), "'it'\"'\"'s'");
+  EXPECT_EQ(shell_quote("a*b;$x"), "'a*b;$x'");
+}
+
 }  // namespace
 }  // namespace shardaccum

@@ -160,3 +160,40 @@ def test_registries_that_differ_are_named_by_the_first_differing_field_not_dumpe
     assert "context 'registry' differs" in proc.stderr
     assert "axes[1].values[2].description" in proc.stderr
     assert len(proc.stderr) < 1000, proc.stderr
+
+
+def test_the_parts_of_a_run_written_under_a_path_with_a_space_merge(runs, tmp_path):
+    # shardaccum_bench shell-quotes its command, so `--benchmark_out=... sp ace/...` stays one argument
+    # and the parts differ only in what merge.py sets aside.
+    folder = tmp_path / "sp ace"
+    folder.mkdir()
+    p1 = _bench(runs["exe"], folder / "s1.json", "--part", "1/2")
+    p2 = _bench(runs["exe"], folder / "s2.json", "--part", "2/2")
+    assert f"'--benchmark_out={folder / 's1.json'}'" in _strict_load(p1)["context"]["command"]
+    out = tmp_path / "m.json"
+    proc = run_script("merge.py", p1, p2, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    command = _strict_load(out)["context"]["command"]
+    assert "sp ace" not in command and "--part" not in command and "--backend host" in command
+
+
+@pytest.mark.parametrize("value", [2, True, [1], {"a": 1}])
+def test_a_joined_context_value_that_is_not_text_is_refused_naming_the_key(runs, tmp_path, value):
+    # Both parts alike (a hand-edited pair): merge.py joins world_size's values, and a whole number reads
+    # as its text; anything else is bad input naming the key, not a crash.
+    def edit(d):
+        d["context"]["world_size"] = value
+    first = json.loads(runs["p1"].read_text())
+    edit(first)
+    p1 = tmp_path / "p1x.json"
+    p1.write_text(json.dumps(first))
+    p2 = _edited(runs, tmp_path, edit)
+    out = tmp_path / "m.json"
+    proc = run_script("merge.py", p1, p2, "--out", out)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if value == 2:
+        assert proc.returncode == 0, proc.stderr
+        assert _strict_load(out)["context"]["world_size"] == "2"
+        return
+    assert proc.returncode == 2, proc.stderr
+    assert "context 'world_size'" in proc.stderr and str(p1) in proc.stderr and not out.exists()

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
-from conftest import FIXTURES, HOST_FIXTURE, run_script
+from conftest import FIXTURES, HOST_FIXTURE, SCRIPTS, run_script
 
 
 @pytest.fixture()
@@ -52,7 +56,7 @@ def test_compare_out_elsewhere_is_written(pair):
     assert (tmp_path / "cmp.md").read_text().startswith("# shardaccum compare")
 
 
-@pytest.mark.parametrize("inside", ["README.md", "sub/run.json"])
+@pytest.mark.parametrize("inside", ["README.md", "validation.json"])
 def test_report_folder_holding_an_input_it_would_remove_is_refused(tmp_path, inside):
     folder = tmp_path / "reports" / "r"
     run = folder / inside
@@ -64,13 +68,21 @@ def test_report_folder_holding_an_input_it_would_remove_is_refused(tmp_path, ins
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["r"]
 
 
-def test_report_trace_inside_the_folder_it_would_remove_is_refused(tmp_path):
+def test_report_keeps_the_folders_beside_it_and_the_inputs_in_them(tmp_path):
+    # A report folder's subfolders (profiles, checks, logs) are evidence kept with it: regenerating the
+    # report keeps them byte for byte, inputs among them (a trace in a subfolder).
     folder = tmp_path / "reports" / "r"
-    (folder / "t").mkdir(parents=True)
+    (folder / "t" / "deep").mkdir(parents=True)
     trace = shutil.copy(FIXTURES / "host_trace" / "trace.json", folder / "t" / "trace.json")
+    (folder / "t" / "deep" / "profile.csv").write_text("kernel,ms\ngemm,1.5\n")
+    (folder / "notes.txt").write_text("kept\n")
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     proc = run_script("report.py", HOST_FIXTURE, "--trace", trace, "--name", "r", "--out-dir", tmp_path / "reports")
-    _refused(proc, "--name/--out-dir", trace)
-    assert os.path.exists(trace)
+    assert proc.returncode == 0, proc.stderr
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert {k: after.get(k) for k in before} == before
+    assert (folder / "README.md").is_file()
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["r"]  # no temporary left
 
 
 def test_report_folder_as_the_input_file_is_refused(tmp_path):
@@ -115,3 +127,61 @@ def test_out_naming_a_directory_is_refused_naming_the_flag(tmp_path, tool):
     proc = run_script(tool, *args, "--out", tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "--out" in proc.stderr and "is a directory" in proc.stderr
+
+
+def test_a_report_drops_its_previous_validation_json(tmp_path):
+    # validation.json is the report's own (written with a "Presets against the real systems" section):
+    # a report without that section must not keep the one of runs no longer given.
+    folder = tmp_path / "reports" / "r"
+    folder.mkdir(parents=True)
+    (folder / "validation.json").write_text("[]\n")
+    (folder / "old.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    proc = run_script("report.py", HOST_FIXTURE, "--name", "r", "--out-dir", tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert not (folder / "validation.json").exists() and not (folder / "old.png").exists()
+
+
+def test_a_kept_file_named_as_an_input_given_from_elsewhere_is_named(tmp_path):
+    # scripts/run.sh's advice after a failed report: report.py reports/.NAME.partial.PID/.../run.json
+    # --name NAME. The folder's older run.json stays, and the warning says it is not this report's.
+    folder = tmp_path / "reports" / "r"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text("{}\n")
+    fresh = tmp_path / "partial" / "run.json"
+    fresh.parent.mkdir()
+    shutil.copy(HOST_FIXTURE, fresh)
+    proc = run_script("report.py", fresh, "--name", "r", "--out-dir", tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {folder / 'run.json'} stays from the folder's previous report" in proc.stderr, proc.stderr
+    assert str(fresh) in proc.stderr
+    assert (folder / "run.json").read_text() == "{}\n"
+    # Made from its own run.json, nothing is said.
+    shutil.copy(HOST_FIXTURE, folder / "run.json")
+    proc = run_script("report.py", folder / "run.json", "--name", "r", "--out-dir", tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert "stays from the folder's previous report" not in proc.stderr
+
+
+def test_a_report_stopped_by_sigterm_leaves_no_temporary_and_the_old_report(tmp_path):
+    # SIGTERM (a scheduler's stop, `timeout`) is cleaned up as Ctrl-C is: the half-written temporary
+    # folder goes, the older report stays, and the exit status says terminated (143).
+    out_dir = tmp_path / "reports"
+    (out_dir / "r").mkdir(parents=True)
+    (out_dir / "r" / "README.md").write_text("old\n")
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "report.py"), str(HOST_FIXTURE), "--name", "r",
+                             "--out-dir", str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        tmp = [p for p in out_dir.iterdir() if p.name.startswith(".r.tmp-")]
+        if tmp and any(tmp[0].iterdir()):  # writing its plots
+            proc.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.01)
+    else:
+        proc.kill()
+        pytest.skip("the report finished before a temporary folder was seen")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (proc.returncode, err[-2000:])
+    assert "error: terminated" in err and "Traceback" not in err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["r"]
+    assert (out_dir / "r" / "README.md").read_text() == "old\n"

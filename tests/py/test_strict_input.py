@@ -162,3 +162,18 @@ def test_a_negative_counter_is_bad_input(tmp_path):
     proc = run_script("compare.py", HOST_FIXTURE, cand)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert str(cand) in proc.stderr and "'step_ms' = -5 is negative" in proc.stderr
+
+
+def test_an_integer_of_thousands_of_digits_is_bad_input_in_every_tool(tmp_path):
+    # Python's int() refuses more than 4300 digits with its own ValueError: that was a traceback (exit 3)
+    # in report.py, compare.py and merge.py, and exit 1 ("a step differs") in check_trace.py.
+    doc = fixture_doc()
+    for e in entries_of(doc, CASE):
+        e["step_ms"] = "@"
+    bad = _bad(tmp_path, "huge.json", json.dumps(doc).replace('"@"', "9" * 5000))
+    for proc in (run_script("report.py", bad, "--name", "x", "--out-dir", tmp_path / "out"),
+                 run_script("compare.py", HOST_FIXTURE, bad),
+                 run_script("merge.py", bad, "--out", tmp_path / "m.json"),
+                 run_script("check_trace.py", bad, bad)):
+        _assert_bad_input(proc, bad, "an integer of 5000 digits")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "m.json").exists()
