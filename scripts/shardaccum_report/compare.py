@@ -135,8 +135,10 @@ def compare_case(base: Case, cand: Case, metric: str, threshold: float, alpha: f
             row.test_note = (f"{len(b)} vs {len(c)} repetitions: the U test cannot reach p < {alpha:g} "
                              f"(smallest p {floor:.3f}); ratio alone")
     else:
-        row.test_note = (f"{len(b)} vs {len(c)} repetitions: no U test (needs ≥ {MIN_REPETITIONS} a side); "
-                         "ratio alone")
+        counts = " vs ".join(f"aggregates of {x.repetition_count} repetitions" if x.aggregates_only else str(len(v))
+                             for x, v in ((base, b), (cand, c)))
+        what = "repetitions" if not (base.aggregates_only or cand.aggregates_only) else "(no per-repetition values)"
+        row.test_note = f"{counts} {what}: no U test (needs ≥ {MIN_REPETITIONS} a side); ratio alone"
 
     worse = _worse_by(row.ratio, metric)
     significant = decided_by_ratio or (row.p_value is not None and row.p_value < alpha)

@@ -103,6 +103,14 @@ class Case:
     repetitions: list[Repetition] = field(default_factory=list)
     aggregates: dict[str, dict[str, float]] = field(default_factory=dict)
     aggregate_error: str | None = None
+    # The repetitions an aggregate entry says it summarises (its "repetitions"); None without one.
+    aggregate_repetitions: int | None = None
+
+    @property
+    def aggregates_only(self) -> bool:
+        """Google Benchmark aggregates without the repetitions (--benchmark_report_aggregates_only):
+        medians and means, no per-repetition value, so no spread and no largest max_rel_err."""
+        return not self.repetitions and bool(self.aggregates)
 
     @property
     def ok_repetitions(self) -> list[Repetition]:
@@ -175,7 +183,8 @@ class Case:
 
     @property
     def max_rel_err(self) -> float | None:
-        """The largest max_rel_err over repetitions; NaN or inf when any repetition had one."""
+        """The largest max_rel_err over repetitions; NaN or inf when any repetition had one. For
+        aggregates only, the mean aggregate's (Google Benchmark writes no max): the report says so."""
         values = [r.counters[MAX_REL_ERR] for r in self.ok_repetitions if MAX_REL_ERR in r.counters]
         if not values and not self.ok_repetitions:
             worst = self.aggregates.get("mean", {}).get(MAX_REL_ERR)
@@ -196,6 +205,9 @@ class Case:
 
     @property
     def repetition_count(self) -> int:
+        """The repetitions without an error; for aggregates only, the count their entries give."""
+        if self.aggregates_only:
+            return self.aggregate_repetitions or 0
         return len(self.ok_repetitions)
 
 
@@ -391,6 +403,9 @@ def load_run_file(path: str | Path) -> RunFile:
                 case.aggregate_error = case.aggregate_error or error
             else:
                 case.aggregates[str(entry.get("aggregate_name", "mean"))] = _counters(entry, where, i)
+            reps = entry.get("repetitions")
+            if isinstance(reps, int) and not isinstance(reps, bool) and reps > 0:
+                case.aggregate_repetitions = reps
             continue
         if isinstance(key, CaseKey):
             _check_case_fields(entry, key, where, i)

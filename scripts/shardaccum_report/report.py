@@ -230,10 +230,16 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
              f"{statuses.get('error', 0)} failed with an error"]
     if statuses.get("unknown"):
         parts.append(f"{statuses['unknown']} without an oracle result")
+    aggregated = sum(1 for c in run.cases if c.aggregates_only)
     out = ["## Summary\n",
            f"{len(run.cases)} cases in {len(groups)} group{'s' if len(groups) != 1 else ''}: "
            f"{', '.join(parts)}; {rep_text} repetition{'' if reps == [1] else 's'} per case. "
            f"Times: {run.time_label}.\n"]
+    if aggregated:
+        out.append(f"{aggregated} of these cases are Google Benchmark's aggregates only "
+                   "(`--benchmark_report_aggregates_only`): their figures are its medians (means where no median "
+                   "is written), with no spread over repetitions, and their `max_rel_err` is the mean over "
+                   "repetitions, not the largest.\n")
     rows = []
     for group, cases in groups.items():
         for schedule, sc in analysis.by_schedule(cases).items():
