@@ -7,7 +7,9 @@ usage (the message names the file), 3 = an internal error (a bug: please report 
 from __future__ import annotations
 
 import argparse
+import io
 import math
+import os
 import signal
 import sys
 import traceback
@@ -66,15 +68,15 @@ def _fraction(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number (give a fraction, e.g. 0.05 for 5%)") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0 (a fraction, e.g. 0.05 for 5%)")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0 (a fraction, e.g. 0.05 for 5%)")
     return value
 
 
 def _alpha(text: str) -> float:
     value = _fraction(text)
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1 (e.g. 0.05)")
     return value
 
 
@@ -156,6 +158,14 @@ def guard(prog: str, body) -> int:
         return body()
     except Terminated:
         return _fail(prog, "terminated", 143)
+    except BrokenPipeError:
+        # The reader went away (`compare.py ... | head`): not an error of the input. Quiet, as a shell
+        # tool is, with stdout pointed at /dev/null so that the interpreter's final flush says nothing.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+        return 141
     except InputError as e:
         return _fail(prog, str(e), EXIT_BAD_INPUT)
     except OSError as e:

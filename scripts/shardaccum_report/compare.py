@@ -19,8 +19,6 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from scipy.stats import mannwhitneyu
-
 from . import tables
 from .case import CaseKey
 from .counters import CORRECT, STEP, higher_is_better, unit_of
@@ -126,6 +124,8 @@ def compare_case(base: Case, cand: Case, metric: str, threshold: float, alpha: f
     b, c = base.samples(metric), cand.samples(metric)
     decided_by_ratio = True
     if len(b) >= MIN_REPETITIONS and len(c) >= MIN_REPETITIONS:
+        from scipy.stats import mannwhitneyu  # here, so that --help needs no scipy (deps.require)
+
         row.p_value = float(mannwhitneyu(b, c, alternative="two-sided").pvalue)
         floor = smallest_p_value(len(b), len(c))
         if floor < alpha:

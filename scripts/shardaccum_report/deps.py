@@ -8,7 +8,9 @@ import sys
 
 def require(prog: str, modules: tuple[str, ...]) -> None:
     """Exits with status 2 and a message naming the missing package and the fix, if one of
-    `modules` cannot be imported by this interpreter."""
+    `modules` cannot be imported by this interpreter. --help needs none of them: it is not checked."""
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        return
     for module in modules:
         try:
             __import__(module)

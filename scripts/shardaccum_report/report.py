@@ -74,6 +74,9 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     loading.load_inputs, trace.load_trace) and OSError when the output cannot be written.
     """
     check_name(name)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise InputError("", f"--out-dir {out_dir}: not a folder; give the folder the report goes into "
+                             "(it is made when missing)")
     target = Path(out_dir) / name
     refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
     run, real = load_inputs(paths)

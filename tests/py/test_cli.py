@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_script
+from shardaccum_report.cli import guard
 
 
 @pytest.mark.parametrize("script, words", [
@@ -43,3 +44,13 @@ def test_report_on_a_missing_file_exits_2(tmp_path):
 def test_report_without_name_is_a_usage_error(tmp_path):
     proc = run_script("report.py", tmp_path / "a.json")
     assert proc.returncode == 2 and "--name" in proc.stderr
+
+
+def test_a_reader_that_goes_away_is_not_an_error_of_the_input(capsys):
+    # `compare.py ... | head`: the write fails with EPIPE; the tool stops quietly (141, as a shell tool),
+    # not "error: Broken pipe" with the bad-input status 2.
+    def body() -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert guard("compare.py", body) == 141
+    assert capsys.readouterr().err == ""

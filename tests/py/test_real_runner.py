@@ -378,8 +378,15 @@ def test_files_named_by_flags_are_checked_before_torch(tmp_path):
     bad.write_text("not json")
     good = ROOT / "tests" / "fixtures" / "real" / "layout_uniform4x64K.json"
     (tmp_path / "adir").mkdir()
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    other = tmp_path / "other.json"
+    other.write_text('{"schema": "something/1"}')
     for args, want in (
         (["--layout-json", str(bad), "--model", "uniform:4x64K"], "--layout-json"),
+        (["--layout-json", str(deep), "--model", "uniform:4x64K"], f"--layout-json {deep}: nested too deep"),
+        (["--layout-json", str(other), "--model", "uniform:4x64K"], f"--layout-json {other}: not a shardaccum.layout"),
+        (["--layout-json", str(tmp_path / "adir"), "--model", "uniform:4x64K"], "a directory, not a file"),
         (["--layout-json", str(good), "--model", "uniform:4x64M"], "no --model names"),
         (["--out", str(tmp_path / "adir")], "is a folder"),
         (["--out", ""], "--out ''"),

@@ -203,7 +203,8 @@ def parse(argv: list) -> Options:
     layouts = _list(a.layout_json, "--layout-json") if a.layout_json else []
     for f in layouts:
         if not Path(f).is_file():
-            raise UsageError(f"--layout-json {f}: no such file")
+            what = "a directory, not a file" if Path(f).is_dir() else "no such file"
+            raise UsageError(f"--layout-json {f}: {what}")
         try:  # parsed here, before torch starts, so a broken file is a flag error
             spec = layout.load_file(f).spec
         except layout.LayoutError as e:

@@ -103,8 +103,17 @@ def describe(bench: str, model: str) -> Layout:
 
 
 def load_file(path: str) -> Layout:
-    """A saved describe-layout document (--layout-json)."""
+    """A saved describe-layout document (--layout-json). Raises LayoutError naming the flag and the file
+    for one that cannot be read, is not JSON, is nested too deep to parse or is not a layout."""
     try:
-        return parse(json.loads(Path(path).read_text(encoding="utf-8")))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except RecursionError:
+        raise LayoutError(f"--layout-json {path}: nested too deep to read; give the JSON that "
+                          "shardaccum_bench --describe-layout --model M writes") from None
     except (OSError, ValueError) as e:
         raise LayoutError(f"--layout-json {path}: {e}") from None
+    try:
+        return parse(doc)
+    except LayoutError as e:
+        raise LayoutError(f"--layout-json {path}: {e}; give the JSON that shardaccum_bench --describe-layout "
+                          "--model M writes") from None
