@@ -245,32 +245,35 @@ def test_a_case_failing_in_both_runs_is_noted_not_missing(tmp_path):
     assert "1 case failed in both runs" in proc.stdout and "## Missing in candidate" not in proc.stdout
 
 
+def _labelled(tmp_path, base_label: str, cand_label: str, name: str = "ab"):
+    """compare_files over one case whose every entry carries base_label, then cand_label."""
+    base, cand = tiny_run({CASE: [10.0, 10.0]}), tiny_run({CASE: [10.0, 10.0]})
+    for doc, label in ((base, base_label), (cand, cand_label)):
+        for e in doc["benchmarks"]:
+            e["label"] = label
+    return compare_files(write_doc(base, tmp_path / f"{name}-a.json"), write_doc(cand, tmp_path / f"{name}-b.json"))
+
+
+def _settings_note(result) -> str | None:
+    return next((n for n in result.notes if "settings their name does not carry" in n), None)
+
+
 def test_a_name_that_ran_under_other_unnamed_settings_gets_a_note(tmp_path):
     # A preset changed between commits (fairscale left data/copy/shape on 2026-12-05): the same name
     # then ran at another default lookahead and device add grid, which only the label says.
-    base, cand = tiny_run({CASE: [10.0, 10.0]}), tiny_run({CASE: [10.0, 10.0]})
-    for e in base["benchmarks"]:
-        e["label"] = "gpu events; lookahead unbounded; device add grid torch"
-    for e in cand["benchmarks"]:
-        e["label"] = "gpu events; lookahead 1; device add grid two-per-sm"
-    result = compare_files(write_doc(base, tmp_path / "a.json"), write_doc(cand, tmp_path / "b.json"))
-    note = next(n for n in result.notes if "settings their name does not carry" in n)
+    before = "gpu events; lookahead unbounded; device add grid torch"
+    note = _settings_note(_labelled(tmp_path, before, "gpu events; lookahead 1; device add grid two-per-sm"))
     assert "lookahead unbounded; device add grid torch → lookahead 1; device add grid two-per-sm" in note
     assert "1 case ran" in note
-    same = compare_files(write_doc(base, tmp_path / "c.json"), write_doc(base, tmp_path / "d.json"))
-    assert not any("settings their name does not carry" in n for n in same.notes)
+    assert _settings_note(_labelled(tmp_path, before, before, "same")) is None
 
 
 def test_the_cpu_adds_threads_of_a_label_are_among_the_unnamed_settings(tmp_path):
     # --host-threads auto gives fsdp2's cpu-add-pageable torchrun's 1 thread at 2+ ranks a node; a run
     # with --host-threads 0 keeps the rank's share under the same name: the label tells them apart.
-    base, cand = tiny_run({CASE: [10.0, 10.0]}), tiny_run({CASE: [10.0, 10.0]})
-    for e in base["benchmarks"]:
-        e["label"] = "correct; lookahead 1; device add grid torch; host threads 1 (torchrun); bound by host memory"
-    for e in cand["benchmarks"]:
-        e["label"] = "correct; lookahead 1; device add grid torch; host threads rank's share; bound by host memory"
-    result = compare_files(write_doc(base, tmp_path / "a.json"), write_doc(cand, tmp_path / "b.json"))
-    note = next(n for n in result.notes if "settings their name does not carry" in n)
+    note = _settings_note(_labelled(
+        tmp_path, "correct; lookahead 1; device add grid torch; host threads 1 (torchrun); bound by host memory",
+        "correct; lookahead 1; device add grid torch; host threads rank's share; bound by host memory"))
     assert ("lookahead 1; device add grid torch; host threads 1 (torchrun) → "
             "lookahead 1; device add grid torch; host threads rank's share") in note
     assert "--host-threads" in note
