@@ -86,11 +86,11 @@ struct CaseSpec {
 DeviceAddGrid default_device_add_grid(const StrategySpec& st);
 
 /// --host-threads auto's choice for `st` at `ranks_per_node` ranks on one node: 1 for the
-/// combination of a preset launched by torchrun (PresetInfo::torchrun_threads: torchrun sets
-/// OMP_NUM_THREADS=1 when nproc_per_node > 1, torch/distributed/run.py 849-861) when
-/// ranks_per_node > 1, else 0 (the rank's share). The suite's threaded mode puts every rank on one
-/// node, and so does one torchrun of it, so a case passes its world size; a run over several nodes
-/// gives --host-threads instead.
+/// combination (PresetRegistry::of: any copy-in and lookahead) of a preset launched by torchrun
+/// (PresetInfo::torchrun_threads: torchrun sets OMP_NUM_THREADS=1 when nproc_per_node > 1,
+/// torch/distributed/run.py 849-861) when ranks_per_node > 1, else 0 (the rank's share). The
+/// suite's threaded mode puts every rank on one node, and so does one torchrun of it, so a case
+/// passes its world size; a run over several nodes gives --host-threads instead.
 int default_host_threads(const StrategySpec& st, int ranks_per_node);
 
 /// True when `st` offloads (OffloadPolicy::offloaded()): --param-traffic on copies its parameters.

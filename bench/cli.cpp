@@ -277,9 +277,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       ->type_name("INT");
   // torchrun sets OMP_NUM_THREADS=1 when nproc_per_node > 1 (torch/distributed/run.py).
   app.add_option("--host-threads", host_threads_s,
-                 "Intra-op threads of offload:cpu-add-pageable's CPU add: auto (a preset launched "
-                 "by torchrun, fsdp2, gets torchrun's 1 when more than one rank shares the node; "
-                 "anything else --threads' share), 0 (--threads' share) or N")
+                 "Intra-op threads of offload:cpu-add-pageable's CPU add: auto (the combination of "
+                 "a preset launched by torchrun, fsdp2's with any --copy-in as for "
+                 "--device-add-grid auto, gets torchrun's 1 when more than one rank shares the "
+                 "node; anything else --threads' share), 0 (--threads' share) or N")
       ->capture_default_str()
       ->type_name("auto|INT");
   app.add_option("--param-traffic", o.param_traffic,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -17,48 +18,76 @@ from typing import Iterator
 REPORT_OWN = ("README.md", "validation.json")
 
 
-def carried_over(name: str) -> bool:
-    """Whether a file or folder of this name in an old report folder is kept when atomic_directory
-    replaces it: everything but the report's own files (REPORT_OWN, *.png)."""
-    return name not in REPORT_OWN and not name.endswith(".png")
+def carried_over(name: str, is_dir: bool = False) -> bool:
+    """Whether a file (or, with is_dir, a folder) of this name in an old report folder is kept when
+    atomic_directory replaces it: every folder, and every file but the report's own (REPORT_OWN, *.png)."""
+    return is_dir or (name not in REPORT_OWN and not name.endswith(".png"))
+
+
+def _remove_uninterrupted(path: Path) -> None:
+    """rmtree with SIGINT and SIGTERM held back until it is done (delivered after it): a signal in the
+    middle would leave a partial hidden folder that nothing removes later."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):
+        before = None
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    finally:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _carry_over(target: Path, tmp: Path) -> None:
+    """Copies into `tmp` what `target` holds that is not the report's own, such as the run.json the
+    report was made from or a folder of profiles beside it: regenerating a report never deletes its
+    input or the evidence kept with it. Copied, not moved: a failure before the swap leaves `target`
+    whole."""
+    for f in target.iterdir():
+        real_dir = f.is_dir() and not f.is_symlink()
+        if not carried_over(f.name, real_dir) or (tmp / f.name).exists():
+            continue
+        if real_dir:
+            shutil.copytree(f, tmp / f.name, symlinks=True)
+        else:
+            shutil.copy2(f, tmp / f.name, follow_symlinks=False)
 
 
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yields an empty temporary directory beside `target`; when the block ends without an exception,
     the directory replaces `target` (an older one is removed, except for what carried_over keeps:
-    every file and folder but the report's own, e.g. the run.json the report was made from, logs,
-    profiles), otherwise it is deleted and `target` is left as it was. Raises OSError when the parent cannot be created or written, or when `target`
-    exists and is not a directory (NotADirectoryError)."""
+    every folder and every file but the report's own, e.g. the run.json the report was made from,
+    logs, profiles), otherwise it is deleted and `target` is left as it was, also when the exception
+    (Ctrl-C, SIGTERM) comes between the two renames of the swap. Raises OSError when the parent cannot
+    be created or written, or when `target` exists and is not a directory (NotADirectoryError)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and not target.is_dir():
         raise NotADirectoryError(f"{target} exists and is not a directory")
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    old: Path | None = None
+    swapped = False
     try:
         yield tmp
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is for everyone to read
-        old = None
         if target.exists():
-            # What is not the report's own, such as the run.json the report was made from or a
-            # folder of profiles beside it, stays: regenerating a report never deletes its input or
-            # the evidence kept with it. Copied, not moved: a failure before the swap below leaves
-            # `target` whole.
-            for f in target.iterdir():
-                if not carried_over(f.name) or (tmp / f.name).exists():
-                    continue
-                if f.is_dir() and not f.is_symlink():
-                    shutil.copytree(f, tmp / f.name, symlinks=True)
-                else:
-                    shutil.copy2(f, tmp / f.name, follow_symlinks=False)
+            _carry_over(target, tmp)
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.rename(target, old / target.name)
         os.rename(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swapped = True
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not swapped:
+            # Interrupted between the renames: the old report goes back where it was.
+            if old is not None and (old / target.name).exists() and not target.exists():
+                os.rename(old / target.name, target)
+            _remove_uninterrupted(tmp)
         raise
+    finally:
+        if old is not None:
+            _remove_uninterrupted(old)
 
 
 def _destination(path: Path) -> tuple[Path, bool]:

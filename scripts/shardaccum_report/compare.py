@@ -135,10 +135,13 @@ def compare_case(base: Case, cand: Case, metric: str, threshold: float, alpha: f
             row.test_note = (f"{len(b)} vs {len(c)} repetitions: the U test cannot reach p < {alpha:g} "
                              f"(smallest p {floor:.3f}); ratio alone")
     else:
-        counts = " vs ".join(f"aggregates of {x.repetition_count} repetitions" if x.aggregates_only else str(len(v))
-                             for x, v in ((base, b), (cand, c)))
-        what = "repetitions" if not (base.aggregates_only or cand.aggregates_only) else "(no per-repetition values)"
-        row.test_note = f"{counts} {what}: no U test (needs ≥ {MIN_REPETITIONS} a side); ratio alone"
+        if base.aggregates_only or cand.aggregates_only:
+            sides = [side for side, x in (("baseline", base), ("candidate", cand)) if x.aggregates_only]
+            row.test_note = (f"{' and '.join(sides)} aggregates only (--benchmark_report_aggregates_only): no "
+                             "per-repetition values, no U test; ratio alone")
+        else:
+            row.test_note = (f"{len(b)} vs {len(c)} repetitions: no U test (needs ≥ {MIN_REPETITIONS} a side); "
+                             "ratio alone")
 
     worse = _worse_by(row.ratio, metric)
     significant = decided_by_ratio or (row.p_value is not None and row.p_value < alpha)
@@ -191,18 +194,18 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
         raise InputError("", f"--metric {metric}: no case carries it; counters in these runs: "
                              f"{', '.join(available) or 'none'} (or real_time, cpu_time)")
     result.rows = [compare_case(b[k], c[k], metric, threshold, alpha) for k in common]
-    # A name leaves out a defaulted lookahead and device add grid, which follow the preset a strategy
-    # is (bench/cli.cpp): when a preset's values change between commits, one name ran two ways.
+    # A name leaves out a defaulted lookahead, device add grid and CPU add threads, which follow the
+    # preset a strategy is and the run's flags (bench/cli.cpp): one name may have run two ways.
     settings = ((k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common)
     moved = [(k, bs, cs) for k, bs, cs in settings if bs and cs and bs != cs]
     if moved:
         shown = "; ".join(f"`{k.name}`: {bs} → {cs}" for k, bs, cs in moved[:3])
         result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "
                             f"does not carry that differ between the runs ({shown}{' …' if len(moved) > 3 else ''}): "
-                            "a strategy's default lookahead, device add grid and CPU add threads follow the "
-                            "preset it is, and the presets changed between these runs; their times are not "
-                            "of one configuration (pass --lookahead, --device-add-grid and --host-threads "
-                            "to pin them)")
+                            "a strategy's lookahead, device add grid and CPU add threads follow the preset "
+                            "it is and the run's --lookahead, --device-add-grid and --host-threads, so the "
+                            "presets or those flags differ between these runs; their times are not of one "
+                            "configuration (give both runs the same three flags to pin them)")
     if base.backend != cand.backend:
         result.notes.append(f"The backends differ (baseline {base.backend}, candidate {cand.backend}): "
                             "their times are of different time domains.")

@@ -30,14 +30,14 @@ def refuse_output_over_inputs(output: str | Path, inputs: list[str | Path], flag
 
 def refuse_folder_over_inputs(folder: str | Path, kept, inputs: list[str | Path], flag: str) -> None:
     """Raises InputError when replacing `folder` would remove or overwrite an input: an input inside it,
-    unless `kept(name)` says the replacement carries over the file or the top folder of `folder` that
-    holds it (atomic.py)."""
+    unless `kept(name, is_dir)` says the replacement carries over the file, or the folder of `folder`
+    that holds it (atomic.py)."""
     target = Path(folder).resolve()
     for given in inputs:
         path = Path(given).resolve()
         if target == path or target in path.parents:
-            top = path.relative_to(target).parts[0] if path != target else ""
-            if top and kept(top):
+            parts = path.relative_to(target).parts if path != target else ()
+            if parts and kept(parts[0], len(parts) > 1):  # a file directly in it, or in a folder of it
                 continue
             raise InputError("", f"{flag}: the report folder {folder} is or holds the input {given}, which writing the "
                                  "report would replace or remove: choose another --name or --out-dir")

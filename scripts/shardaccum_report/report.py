@@ -350,7 +350,9 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
     png = plot_correctness(cases, folder / f"{slug}.correctness.png", group.title)
     out.append(_image("Correctness matrix", png))
     out.append("✓ correct, ✗ **WRONG** (error above the oracle's bound), ⚠ the case failed; the number is "
-               "`max_rel_err` = ‖out − ref‖ / ‖ref‖, the largest over repetitions. The right panel draws it on a "
+               "`max_rel_err` = ‖out − ref‖ / ‖ref‖, the largest over repetitions"
+               f"{' (the mean, for aggregates only)' if any(c.aggregates_only for c in cases) else ''}. "
+               "The right panel draws it on a "
                "log axis against each case's `err_bound` (the black tick), the bound the dtypes' roundings "
                "allow (docs/DESIGN.md §5).\n")
     out.append(tables.correctness_table(cases))

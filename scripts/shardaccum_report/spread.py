@@ -33,17 +33,12 @@ class Spread:
         return self.low <= other.high and other.low <= self.high
 
 
-def _aggregate_values(case: Case, metric: str) -> list[float]:
-    return [agg[metric] for name, agg in case.aggregates.items() if name in ("mean", "median") and metric in agg]
-
-
 def step_spread(case: Case) -> Spread | None:
-    """The case's spread, or None when the JSON shows none (one repetition without step_ms_min/max,
-    or a failed case). Aggregates are read only when the file has no repetition entries."""
-    if case.ok_repetitions:
-        lows, highs = case.samples(STEP_MIN), case.samples(STEP_MAX)
-    else:
-        lows, highs = _aggregate_values(case, STEP_MIN), _aggregate_values(case, STEP_MAX)
+    """The case's spread, or None when the JSON shows none: one repetition without step_ms_min/max, a
+    failed case, or Google Benchmark's aggregates only, whose mean and median of each repetition's
+    fastest and slowest step are not the fastest and slowest step (a range between them would be
+    narrower than the steps' and claim ranks they do not support)."""
+    lows, highs = case.samples(STEP_MIN), case.samples(STEP_MAX)
     reps = case.samples(STEP)
     sources = (("steps",) if lows and highs else ()) + (("repetitions",) if len(reps) >= 2 else ())
     if not sources:

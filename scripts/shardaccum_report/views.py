@@ -43,7 +43,8 @@ def budget_section(groups: dict[Group, list[Case]], budget: Budget) -> str:
                 rows.append(lead + [shown, need, tables.MISSING, tables.MISSING, tables.MISSING, "",
                                     f"0 of {ch.correct}"])
                 continue
-            ties = ", ".join(tables.escape(c.key.strategy.display) for c in ch.ties) or "none"
+            ties = ", ".join(tables.escape(c.key.strategy.display) for c in ch.ties) or (
+                "none" if step_spread(ch.pick) is not None else "unknown: the JSON shows no spread of it")
             rows.append(lead + [shown, tables.escape(ch.pick.key.strategy.display), fmt_range(ch.pick),
                                 tables.fmt_bytes(ch.pick.value(PEAK_DEVICE.counter)),
                                 tables.fmt_bytes(ch.pick.value(PEAK_PINNED.counter)), ties,

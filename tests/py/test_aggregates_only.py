@@ -43,10 +43,14 @@ def test_the_report_counts_the_repetitions_the_aggregates_summarise(runs):
     assert "2 of these cases are Google Benchmark's aggregates only" in text
     assert "`max_rel_err` is the mean over repetitions, not the largest" in text
     assert "Median over 3 repetitions" in text
+    # No spread is shown or used: mean and median of the repetitions' fastest steps are not the fastest.
+    assert "unknown: the JSON shows no spread of it" in text
+    assert "the largest over repetitions (the mean, for aggregates only)" in text
 
 
 def test_compare_says_aggregates_not_zero_repetitions(runs):
     proc = run_script("compare.py", runs["agg"], runs["reps"])
     assert proc.returncode in (0, 1), proc.stderr  # 1: a host time moved by more than 5% (not asserted on)
-    assert "aggregates of 3 repetitions vs 3 (no per-repetition values): no U test" in proc.stdout
+    assert "baseline aggregates only (--benchmark_report_aggregates_only): no per-repetition values, no U test" \
+        in proc.stdout
     assert "0 vs 3 repetitions" not in proc.stdout

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import FIXTURES, HOST_FIXTURE, SCRIPTS, run_script
+from shardaccum_report import atomic
 
 
 @pytest.fixture()
@@ -185,3 +186,36 @@ def test_a_report_stopped_by_sigterm_leaves_no_temporary_and_the_old_report(tmp_
     assert "error: terminated" in err and "Traceback" not in err
     assert sorted(p.name for p in out_dir.iterdir()) == ["r"]
     assert (out_dir / "r" / "README.md").read_text() == "old\n"
+
+
+def test_a_folder_named_like_a_plot_is_kept(tmp_path):
+    # Only files are the report's own: a folder whose name ends in .png holds evidence like any other.
+    folder = tmp_path / "reports" / "r"
+    (folder / "x.png").mkdir(parents=True)
+    (folder / "x.png" / "inside.txt").write_text("data\n")
+    proc = run_script("report.py", HOST_FIXTURE, "--name", "r", "--out-dir", tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "x.png" / "inside.txt").read_text() == "data\n"
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, OSError])
+def test_a_swap_interrupted_between_its_renames_puts_the_old_report_back(tmp_path, monkeypatch, interrupt):
+    target = tmp_path / "r"
+    target.mkdir()
+    (target / "README.md").write_text("old\n")
+    calls = []
+    real_rename = os.rename
+
+    def rename(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 2:  # target -> old done; tmp -> target interrupted
+            raise interrupt()
+        real_rename(src, dst)
+
+    monkeypatch.setattr(atomic.os, "rename", rename)
+    with pytest.raises(interrupt):
+        with atomic.atomic_directory(target) as tmp:
+            (tmp / "README.md").write_text("new\n")
+    monkeypatch.setattr(atomic.os, "rename", real_rename)
+    assert (target / "README.md").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no .r.tmp-* or .r.old-* left
