@@ -86,7 +86,8 @@ def atomic_directory(target: Path) -> Iterator[Path]:
             _remove_uninterrupted(tmp)
         raise
     finally:
-        if old is not None:
+        # Never the old report itself when it could not be put back: it stays in .NAME.old-*.
+        if old is not None and (swapped or not (old / target.name).exists()):
             _remove_uninterrupted(old)
 
 
