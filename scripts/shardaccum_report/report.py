@@ -78,9 +78,10 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
         raise InputError("", f"--out-dir {out_dir}: not a folder; give the folder the report goes into "
                              "(it is made when missing)")
     target = Path(out_dir) / name
-    refuse_folder_over_inputs(target, carried_over, list(paths) + list(traces or []), "--name/--out-dir")
+    inputs = list(paths) + list(traces or [])
+    refuse_folder_over_inputs(target, carried_over, inputs, "--name/--out-dir")
     run, real = load_inputs(paths)
-    for why in stale_namesakes(target, list(paths) + list(traces or [])):
+    for why in stale_namesakes(target, inputs):
         print(f"report.py: warning: {why}", file=sys.stderr)
     if run is None:
         if traces:
