@@ -1,12 +1,21 @@
 #include "bench/case_matrix.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "strategies/param_traffic.hpp"
 #include "strategies/preset/preset.hpp"
 
 namespace shardaccum {
+namespace {
+
+/// The offload value of `st`, made for one question about it (its properties take no AxisArgs).
+std::unique_ptr<OffloadPolicy> offload_policy(const StrategySpec& st) {
+  return OffloadRegistry::get().make(st.offload, AxisArgs{});
+}
+
+}  // namespace
 
 std::string CaseSpec::name() const {
   return "accum/model:" + layout->name + "/world:" + std::to_string(world_size) +
@@ -34,7 +43,7 @@ int CaseSpec::effective_host_threads() const {
 }
 
 std::string CaseSpec::host_threads_setting() const {
-  if (!OffloadRegistry::get().make(strategy.offload, AxisArgs{})->takes_host_threads()) return "";
+  if (!offload_policy(strategy)->takes_host_threads()) return "";
   const int n = effective_host_threads();
   if (n == 0) return "host threads rank's share";
   return "host threads " + std::to_string(n) +
@@ -46,9 +55,7 @@ int default_host_threads(const StrategySpec& st, int ranks_per_node) {
   return p && p->torchrun_threads && ranks_per_node > 1 ? 1 : 0;
 }
 
-bool offloads_params(const StrategySpec& st) {
-  return OffloadRegistry::get().make(st.offload, AxisArgs{})->offloaded();
-}
+bool offloads_params(const StrategySpec& st) { return offload_policy(st)->offloaded(); }
 
 bool param_traffic_applies(const StrategySpec& st, int world_size) {
   return params_modelled(offloads_params(st), copy_in_in_place(st.copy_in, world_size));

@@ -200,8 +200,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
               trace_steps_s = std::to_string(o.trace_steps), tokens_s = std::to_string(o.tokens),
               timeout_str = std::to_string(static_cast<int>(o.timeout_s)),
               chunk_s = std::to_string(o.chunk_bytes),
-              host_threads_s = o.host_threads == kHostThreadsAuto ? std::string("auto")
-                                                                  : std::to_string(o.host_threads);
+              host_threads_s = host_threads_text(o.host_threads);
   add_list(app, "--model", o.models,
            "Layouts: uniform:COUNTxNUMEL (e.g. uniform:16x64M), " +
                model_choices_help({SHARDACCUM_CONFIG_DIR}) +

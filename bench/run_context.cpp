@@ -90,9 +90,7 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("tf32", opts.tf32 ? "true" : "false");
   // The pipelined offloads' chunk (docs/DESIGN.md §3); the other values ignore it.
   benchmark::AddCustomContext("chunk_bytes", std::to_string(opts.chunk_bytes));
-  benchmark::AddCustomContext("host_threads", opts.host_threads == kHostThreadsAuto
-                                                  ? std::string("auto")
-                                                  : std::to_string(opts.host_threads));
+  benchmark::AddCustomContext("host_threads", host_threads_text(opts.host_threads));
   benchmark::AddCustomContext("param_traffic", opts.param_traffic);  // param_traffic_applies
   benchmark::AddCustomContext("grad_accumulation", opts.grad_accumulation);
   benchmark::AddCustomContext("device_add_grid", opts.device_add_grid);

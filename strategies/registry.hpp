@@ -38,6 +38,11 @@ inline constexpr uint64_t kDefaultChunkBytes = uint64_t{128} << 20;
 /// --host-threads auto: chosen per case (bench default_host_threads) before any AxisArgs is made,
 /// which holds 0 or more.
 inline constexpr int kHostThreadsAuto = -1;
+/// --host-threads as the flag spells it: "auto" for kHostThreadsAuto, else the number (the CLI's
+/// default text and the JSON context's `host_threads`).
+inline std::string host_threads_text(int host_threads) {
+  return host_threads == kHostThreadsAuto ? std::string("auto") : std::to_string(host_threads);
+}
 
 /// What a value's factory may need to know of the case.
 struct AxisArgs {
