@@ -235,8 +235,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                "Default: " +
                std::string(kDefaultCopyIn));
   add_list(app, "--lookahead", o.lookaheads,
-           "Reduce-scatters in flight as the backward goes on: 0, 1, unbounded or all. Default: "
-           "a preset's own (fsdp2 1; fsdp1, fairscale, zero3 unbounded), else 1");
+           "Reduce-scatters in flight as the backward goes on: 0, 1, unbounded, buckets "
+           "(DeepSpeed ZeRO-3's reduce buckets of 5e8 elements) or all. Default: a preset's own "
+           "(fsdp2 1; fsdp1, fairscale unbounded; zero3 buckets), else 1");
   add_list(app, "--preset", o.presets,
            joined(PresetRegistry::get().names()) + " or all (instead of the axes)");
   add_list(app, "--dtype", o.dtypes, "Dtype triples grad-reduce-accum or all (the four supported)")

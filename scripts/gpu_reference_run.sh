@@ -19,7 +19,8 @@
 #            end/collective, synthetic and gemm backward, and preset ideal, into reports/h200-limit/;
 #            then no offload with --copy-in none,no-shard, and cpu-add(-pipelined) with 3 repetitions
 #   validsuite #16's validation, the suite side: presets fsdp2 and fsdp1 with --param-traffic on and
-#            their strategies without offload, uniform:16x64M and gpt2-xl, K=4, every canonical
+#            their strategies without offload (VALID_SUITE_RUNS=zero3 zero3-none: ZeRO-3's, beside
+#            validreal's VALID_SYSTEMS=zero3), uniform:16x64M and gpt2-xl, K=4, every canonical
 #            schedule, into reports/h200-validation/suite-*.json (VALID_TOKENS=T: --backward gemm --tokens T;
 #            VALID_MODELS and VALID_SUITE_RUNS narrow it: "validreal validsuite" in one call then
 #            compares the two sides on one machine; VALID_SUITE_RUNS=fsdp2-none-two-per-sm adds FSDP2's
@@ -273,27 +274,32 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     models=${VALID_MODELS:-uniform:16x64M gpt2-xl}
     tag=""  # each model's name up to its first ':', as validreal's file names
     for m in ${VALID_MODELS:-}; do tag+="${tag:+_}${m%%:*}"; done
-    V=(--model "${models// /,}" --world-size 1 --schedule all --k 4 --dtype fp32-fp32-fp32 --seed 23130
+    V=(--model "${models// /,}" --world-size 1 --k 4 --dtype fp32-fp32-fp32 --seed 23130
        --warmup 1 --steps 2 --cupti kernels --benchmark_out_format=json --grad-accumulation autograd)
     # VALID_TOKENS=T: the backward of T tokens of GEMMs on both sides (the real runner's --tokens T).
     [[ "${VALID_TOKENS:-0}" != 0 ]] && V+=(--backward gemm --tokens "$VALID_TOKENS")
     for run in ${VALID_SUITE_RUNS:-fsdp2 fsdp1 fsdp2-none fsdp1-none}; do
+      sched=all  # zero3-none: the schedules DeepSpeed runs
       case $run in
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
         fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
         fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid torch) ;;
         fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded --device-add-grid torch) ;;
+        # ZeRO-3 with offload_optimizer alone keeps its parameters on the GPU: no --param-traffic.
+        # Its matrix leaves nSnS and SnSS out, as DeepSpeed cannot run them (docs/PRESETS.md Z7).
+        zero3) sel=(--preset zero3) ;;
+        zero3-none) sel=(--binding data-free --offload none --mode flag --division pre --lookahead buckets --device-add-grid torch); sched=SSSS,nnnS ;;
         # fsdp2-none on the suite's idealised add: beside fsdp2-none, what PyTorch's full-grid `+=`
         # costs (docs/PRESETS.md A4); the report pairs the real cases with the torch ones.
         fsdp2-none-two-per-sm) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid two-per-sm) ;;
-        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none fsdp2-none-two-per-sm)"; continue ;;
+        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none fsdp2-none-two-per-sm zero3 zero3-none)"; continue ;;
       esac
       name=suite-$run${tag:+-$tag}
       # VALID_TRACE=1: each run's built-in trace of its first measured step (--cupti kernels: every
       # kernel and copy per stream), for the copy-out's neighbours (reports/h200-diagnosis-1204/call3/copy_out.py).
       tr=(); [[ "${VALID_TRACE:-0}" == 1 ]] && tr=(--trace "$D/$name.trace.json" --trace-steps 1)
       s0=$SECONDS
-      timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" "${sel[@]}" "${tr[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
+      timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" --schedule "$sched" "${sel[@]}" "${tr[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
       echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/$name.log" | head -3
       step "validation suite $run"
     done
@@ -303,6 +309,11 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
     # VALID_MODELS="m1 m2" runs one model per command (real-SYSTEM-MODEL.json), so that each fits a limit.
+    # zero3/zero2 (VALID_SYSTEMS): the machine's DeepSpeed, else the carried .deps/deepspeed/site
+    # (scripts/prepare_deepspeed_deps.sh); the runner skips the schedules DeepSpeed cannot run.
+    if [[ " ${VALID_SYSTEMS:-} " == *" zero"* ]] && ! python3 -c 'import deepspeed' 2>/dev/null; then
+      export PYTHONPATH="$PWD/.deps/deepspeed/site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
     for system in ${VALID_SYSTEMS:-fsdp2 fsdp1}; do
       for model in ${VALID_MODELS:-uniform:16x64M,gpt2-xl}; do
         name=real-$system${VALID_MODELS:+-${model%%:*}}

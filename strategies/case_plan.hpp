@@ -7,6 +7,7 @@
 #include "common/gradient_gen.hpp"
 #include "common/layout.hpp"
 #include "strategies/backend/device_add_grid.hpp"
+#include "strategies/reduce_buckets.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/strategy.hpp"
 
@@ -45,6 +46,10 @@ struct CasePlan {
   /// `torch` for a real system's strategy, every SM as PyTorch's `+=`; `two_per_sm`, the suite's
   /// idealised add (CaseSpec::plan resolves --device-add-grid auto).
   DeviceAddGrid device_add_grid = DeviceAddGrid::two_per_sm;
+  /// Lookahead::buckets' bucket in elements: DeepSpeed's reduce_bucket_size default (5e8,
+  /// deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.reduce_bucket_size, 0.19.8); tests set
+  /// less to see buckets flushed within a micro-batch.
+  uint64_t reduce_bucket_elements = kZero3ReduceBucketElements;
 };
 
 }  // namespace shardaccum

@@ -100,48 +100,19 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       dev -= param_dev(ui);  // freed, or (NO_SHARD) the copy it replaces is
       p.param_h2d_bytes += param_shard(ui);
     }
-    for (size_t ui = units; ui-- > 0;) {
+    // A unit's sync: its reduce-scatter (or NO_SHARD's in-place passes) and the offload's work.
+    // Inline after its backward, or (Lookahead::buckets) when its bucket is flushed.
+    const auto sync_unit = [&](size_t ui) {
       const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
       const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
-      mode->prepare_backward(u, m);
-      // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::
-      // after_backward, but for the first unit of the backward), freed once the backward is issued.
-      if (ui + 1 == units) dev += param_dev(ui);
-      unshard_out(ui);
-      p.param_h2d_bytes += param_shard(ui);
-      // A fresh grad-dtype gradient, or one that a held gradient (reduce or accum dtype, or any
-      // under --grad-accumulation autograd) takes in and frees.
-      const bool fresh = held[ui] || (plan.autograd_accumulation && grad_alive[ui]);
-      if (!grad_alive[ui] || fresh) dev += padded * bg;
-      bump();
-      // The reshard and the next unit's prefetch (ParamTraffic::after_backward): the unsharded
-      // parameter freed first; NO_SHARD's forward copy replaced only after the prefetch.
-      if (!in_place) dev -= param_dev(ui);
-      if (ui > 0) {
-        dev += param_dev(ui - 1);
-        bump();
-      }
-      if (in_place) dev -= param_dev(ui);
-      if (fresh) dev -= padded * bg;
-      grad_alive[ui] = true;
-      if (m != MicroBatchMode::sync) {
-        if (copy_in && bg != br && !held[ui]) {  // CopyIn::hold_no_sync's converted copy
-          dev += padded * br;
-          bump();
-          dev -= padded * bg;
-          held[ui] = true;
-        }
-        continue;
-      }
-
       if (in_place) {  // NO_SHARD: no collective; the division's passes on the gradient itself
         const uint64_t grad_bytes = padded * (held[ui] ? ba : bg);
         if (div.pre_pass) p.division_device_bytes += 2 * grad_bytes;
         if (div.post_pass) p.division_device_bytes += 2 * grad_bytes;
         if (!offload->offloaded()) {  // it stays, cast to the accum dtype once
           hold_in_accum(ui);
-          continue;
+          return;
         }
         grad_alive[ui] = false;  // with offload it plays the output's part (its bytes: shard * br)
       } else {  // the reduce-scatter reads the gradient (or the copy-in's input) into `out`
@@ -218,7 +189,60 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         if (stored) saved[ui] = {true, MemSpace::pinned_host, shard};
       }
       if (stored) mode->shard_saved(u);
+    };
+    std::vector<size_t> bucket;  // Lookahead::buckets: the open bucket's units, in order
+    uint64_t bucket_elements = 0;
+    for (size_t ui = units; ui-- > 0;) {
+      const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
+      const uint64_t shard = padded / n;
+      const uint32_t u = static_cast<uint32_t>(ui);
+      mode->prepare_backward(u, m);
+      // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::
+      // after_backward, but for the first unit of the backward), freed once the backward is issued.
+      if (ui + 1 == units) dev += param_dev(ui);
+      unshard_out(ui);
+      p.param_h2d_bytes += param_shard(ui);
+      // A fresh grad-dtype gradient, or one that a held gradient (reduce or accum dtype, or any
+      // under --grad-accumulation autograd) takes in and frees.
+      const bool fresh = held[ui] || (plan.autograd_accumulation && grad_alive[ui]);
+      if (!grad_alive[ui] || fresh) dev += padded * bg;
+      bump();
+      // The reshard and the next unit's prefetch (ParamTraffic::after_backward): the unsharded
+      // parameter freed first; NO_SHARD's forward copy replaced only after the prefetch.
+      if (!in_place) dev -= param_dev(ui);
+      if (ui > 0) {
+        dev += param_dev(ui - 1);
+        bump();
+      }
+      if (in_place) dev -= param_dev(ui);
+      if (fresh) dev -= padded * bg;
+      grad_alive[ui] = true;
+      if (m != MicroBatchMode::sync) {
+        if (copy_in && bg != br && !held[ui]) {  // CopyIn::hold_no_sync's converted copy
+          dev += padded * br;
+          bump();
+          dev -= padded * bg;
+          held[ui] = true;
+        }
+        continue;
+      }
+
+      if (ahead != Lookahead::buckets) {
+        sync_unit(ui);
+        continue;
+      }
+      const uint64_t numel = plan.layout.units[ui].numel;  // as ReduceBuckets counts
+      if (bucket_elements > 0 && bucket_elements + numel > plan.reduce_bucket_elements) {
+        for (size_t b : bucket) sync_unit(b);
+        bucket.clear();
+        bucket_elements = 0;
+      }
+      bucket.push_back(ui);
+      bucket_elements += numel;
     }
+    for (size_t b : bucket) sync_unit(b);  // ZeRO-3's epilogue: the rest flushed
+    bucket.clear();
+    bucket_elements = 0;
     retire(0);    // a micro-batch with syncs ends with the compute stream waiting for all of them
     dev -= kept;  // then OffloadPolicy::end_backward frees the kept shards
     kept = 0;

@@ -92,7 +92,7 @@ json registry_json() {
       {"presets", presets},
       {"lookahead",
        {{"flag", "--lookahead"},
-        {"values", {"0", "1", "unbounded"}},
+        {"values", {"0", "1", "unbounded", "buckets"}},
         {"default", lookahead_name(StrategySpec{}.default_lookahead())},
         {"default_rule", "a preset's registered lookahead for its axis values, else the default"},
         {"named", "unless_default"}}},

@@ -13,6 +13,7 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
       plan_(plan),
       strategy_(plan.strategy, plan.layout.units.size(), plan.dtypes, plan.chunk_bytes,
                 plan.host_threads),
+      buckets_(plan.reduce_bucket_elements),
       dyadic_max_(dyadic_range(plan.dtypes, plan.schedule.k(), be.world_size())),
       params_(plan.param_traffic &&
                   params_modelled(strategy_.offloaded(),
@@ -210,10 +211,24 @@ void StepDriver::sync(UnitGrad& u, int mb) {
   }
 }
 
+void StepDriver::sync_in_bucket(UnitGrad& u, int mb) {
+  if (buckets_.overflows(u.numel)) flush_bucket(mb);
+  buckets_.add(u, u.numel);
+}
+
+void StepDriver::flush_bucket(int mb) {
+  const std::vector<UnitGrad*> bucket = buckets_.take();
+  if (bucket.empty()) return;
+  buckets_.before_flush(be_);
+  for (UnitGrad* u : bucket) sync(*u, mb);
+  buckets_.flushed(be_.record(Stream::comm));
+}
+
 StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle) {
   be_.begin_step();
   if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
-  for (UnitGrad& u : units_) {            // likewise: kept shards of a failed micro-batch
+  buckets_.clear();
+  for (UnitGrad& u : units_) {  // likewise: kept shards of a failed micro-batch
     u.kept.reset();
     u.master.reset();
   }
@@ -241,11 +256,21 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
         } catch (const std::exception& e) {
           pending_error_ = e.what();
         }
-        if (mode == MicroBatchMode::sync) sync(*it, mb);
+        if (mode != MicroBatchMode::sync) continue;
+        if (strategy_.lookahead() == Lookahead::buckets)
+          sync_in_bucket(*it, mb);
+        else
+          sync(*it, mb);
       }
       // Every micro-batch with syncs ends with the compute stream waiting for all in flight, then
       // the offload's end of the backward (FSDP1 _post_backward_final_callback: copy-fsdp1).
       if (mode == MicroBatchMode::sync) {
+        if (strategy_.lookahead() == Lookahead::buckets) {
+          // ZeRO-3's epilogue: the rest flushed, then the host synchronises the reduction stream.
+          flush_bucket(mb);
+          be_.host_wait(be_.record(Stream::comm));
+          buckets_.clear();
+        }
         retire_all();
         try {
           strategy_.end_backward(be_, units_);

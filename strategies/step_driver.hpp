@@ -12,6 +12,7 @@
 #include "strategies/case_plan.hpp"
 #include "strategies/oracle.hpp"
 #include "strategies/param_traffic.hpp"
+#include "strategies/reduce_buckets.hpp"
 #include "strategies/strategy.hpp"
 
 namespace shardaccum {
@@ -38,6 +39,11 @@ class StepDriver {
   /// The GEMMs (--backward gemm) and the generator into u.grad (grad dtype).
   void backward_pass(UnitGrad& u, uint32_t step, int mb, bool accumulate);
   void sync(UnitGrad& u, int mb);
+  /// Lookahead::buckets: u's sync now, or after the flush of the open bucket it would overflow,
+  /// or later with its bucket (ReduceBuckets).
+  void sync_in_bucket(UnitGrad& u, int mb);
+  /// Lookahead::buckets: the open bucket's syncs issued, after the host's wait for an old flush.
+  void flush_bucket(int mb);
   /// A sync without a reduce-scatter (CopyIn::in_place: FSDP1's NO_SHARD at world size 1): the
   /// division's passes on the gradient itself, then, with offload, the gradient goes where a
   /// reduce-scatter's output would; without, it stays (cast to the accum dtype, as FSDP1's
@@ -61,6 +67,7 @@ class StepDriver {
   AccumulationStrategy strategy_;
   std::vector<UnitGrad> units_;
   std::deque<InFlight> in_flight_;  // oldest first; lookahead 0: empty, 1: one, between syncs
+  ReduceBuckets buckets_;           // Lookahead::buckets: the open bucket, earlier flushes' events
   std::string pending_error_;       // this rank's error, held until the ranks agree
   uint8_t dyadic_max_;              // the generator's value range for this case (dyadic_range)
   ParamTraffic params_;  // --param-traffic on: the parameters' H2D before forward and backward

@@ -13,6 +13,7 @@ const char* lookahead_name(Lookahead l) {
   case Lookahead::zero: return "0";
   case Lookahead::one: return "1";
   case Lookahead::unbounded: return "unbounded";
+  case Lookahead::buckets: return "buckets";
   }
   return "?";
 }
@@ -21,7 +22,7 @@ Lookahead parse_lookahead(std::string_view s) {
   for (Lookahead l : kLookaheads)
     if (s == lookahead_name(l)) return l;
   throw std::invalid_argument("--lookahead: unknown value '" + std::string(s) +
-                              "' (expected 0, 1, unbounded)");
+                              "' (expected 0, 1, unbounded, buckets)");
 }
 
 std::string StrategySpec::name() const {

@@ -25,15 +25,18 @@ namespace shardaccum {
 /// How many reduce-scatters may still be in flight when the backward goes on (docs/DESIGN.md §2):
 /// zero, the compute stream waits for each (fully exposed); one, FSDP2's one group behind;
 /// unbounded, no per-unit wait, the compute stream waits for the comm stream at the micro-batch's
-/// end.
-enum class Lookahead : uint8_t { zero, one, unbounded };
+/// end; buckets, DeepSpeed ZeRO-3's reduce buckets (ReduceBuckets, strategies/reduce_buckets.hpp):
+/// a unit's sync waits until its bucket is flushed, at most 3 buckets are in flight before the
+/// host waits for the oldest, and the host waits for the comm stream at the micro-batch's end.
+enum class Lookahead : uint8_t { zero, one, unbounded, buckets };
 
-/// "0", "1" or "unbounded", as on the command line and in case names.
+/// "0", "1", "unbounded" or "buckets", as on the command line and in case names.
 const char* lookahead_name(Lookahead l);
 /// Parses lookahead_name's spellings. Throws std::invalid_argument naming --lookahead.
 Lookahead parse_lookahead(std::string_view s);
 /// Every lookahead value, in order.
-inline constexpr Lookahead kLookaheads[] = {Lookahead::zero, Lookahead::one, Lookahead::unbounded};
+inline constexpr Lookahead kLookaheads[] = {Lookahead::zero, Lookahead::one, Lookahead::unbounded,
+                                            Lookahead::buckets};
 
 /// A strategy = one value of each axis, by registered name, and its lookahead.
 struct StrategySpec {

@@ -147,7 +147,7 @@ TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndAChosenOneIsAlwaysNamed) {
   EXPECT_EQ(a.strategies[0].name(), "binding:data-free/offload:none/mode:flag/lookahead:0");
   EXPECT_EQ(a.strategies[1].name(), "binding:data-free/offload:none/mode:flag/lookahead:1");
   EXPECT_EQ(a.strategies[2].name(), "binding:data-free/offload:none/mode:flag/lookahead:unbounded");
-  // zero3's axes default to its registered unbounded, with the preset or without it.
+  // zero3's axes default to its registered buckets, with the preset or without it.
   const MatrixAxes z = axes({"--preset", "zero3,fsdp2", "--lookahead", "1"});
   ASSERT_EQ(z.strategies.size(), 2u);
   EXPECT_EQ(z.strategies[0].name(),
@@ -160,7 +160,9 @@ TEST(LookaheadAxis, ValuesMultiplyTheStrategiesAndAChosenOneIsAlwaysNamed) {
   const MatrixAxes d = axes({"--binding", "data-free", "--offload", "gpu-add", "--mode", "flag"});
   EXPECT_EQ(d.strategies.at(0).effective_lookahead(), Lookahead::one);
   EXPECT_EQ(d.strategies.at(0).name(), "binding:data-free/offload:gpu-add/mode:flag");
-  EXPECT_EQ(axes({"--lookahead", "all"}).strategies.size(), 3 * axes({}).strategies.size());
+  EXPECT_EQ(axes({"--lookahead", "all"}).strategies.size(),
+            std::size(kLookaheads) * axes({}).strategies.size());
+  EXPECT_EQ(std::size(kLookaheads), 4u);
 }
 
 // --division (docs/DESIGN.md §3): a list or all multiplies the strategies; `end`, the default,
