@@ -194,7 +194,6 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     uint64_t bucket_elements = 0;
     for (size_t ui = units; ui-- > 0;) {
       const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
-      const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
       mode->prepare_backward(u, m);
       // The backward's copy (prefetched after the previous unit's backward, ParamTraffic::

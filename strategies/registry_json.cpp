@@ -34,6 +34,13 @@ json no_properties(const Interface&) {
 
 json offload_properties(const OffloadPolicy& o) { return {{"offloaded", o.offloaded()}}; }
 
+/// --lookahead's spellings, in order (strings, as before `buckets` joined them).
+json lookahead_values() {
+  json values = json::array();
+  for (const Lookahead l : kLookaheads) values.push_back(lookahead_name(l));
+  return values;
+}
+
 json copy_in_values() {
   json values = json::array();
   for (const auto& e : CopyInRegistry::get().entries())
@@ -92,10 +99,11 @@ json registry_json() {
       {"presets", presets},
       {"lookahead",
        {{"flag", "--lookahead"},
-        {"values", {"0", "1", "unbounded", "buckets"}},
+        {"values", lookahead_values()},
         {"default", lookahead_name(StrategySpec{}.default_lookahead())},
         {"default_rule", "a preset's registered lookahead for its axis values, else the default"},
-        {"named", "unless_default"}}},
+        // StrategySpec::name: /lookahead:V whenever --lookahead chose it, the default included.
+        {"named", "when_given"}}},
       {"device_add_grid",
        {{"flag", "--device-add-grid"},
         {"values", {"auto", "torch", "two-per-sm"}},

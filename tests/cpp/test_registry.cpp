@@ -161,6 +161,10 @@ TEST(RegistryJson, CarriesEveryValuePresetAndScheduleRule) {
   EXPECT_EQ(names_of("mode"), ModeRegistry::get().names());
   EXPECT_EQ(names_of("division"), DivisionRegistry::get().names());
   EXPECT_EQ(r.at("axes")[3].at("named"), "unless_default");
+  // The lookahead: every value, and named whenever --lookahead chose it (StrategySpec::name).
+  EXPECT_EQ(r.at("lookahead").at("values").get<std::vector<std::string>>(),
+            (std::vector<std::string>{"0", "1", "unbounded", "buckets"}));
+  EXPECT_EQ(r.at("lookahead").at("named"), "when_given");
   EXPECT_EQ(r.at("axes")[1].at("default_matrix").get<std::vector<std::string>>(),
             default_matrix().offload);
   EXPECT_EQ(r.at("presets").size(), PresetRegistry::get().entries().size());
