@@ -231,7 +231,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         continue;
       }
       const uint64_t numel = plan.layout.units[ui].numel;  // as ReduceBuckets counts
-      if (bucket_elements > 0 && bucket_elements + numel > plan.reduce_bucket_elements) {
+      if (bucket_overflows(bucket_elements, numel, plan.reduce_bucket_elements)) {
         for (size_t b : bucket) sync_unit(b);
         bucket.clear();
         bucket_elements = 0;
@@ -240,8 +240,6 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       bucket_elements += numel;
     }
     for (size_t b : bucket) sync_unit(b);  // ZeRO-3's epilogue: the rest flushed
-    bucket.clear();
-    bucket_elements = 0;
     retire(0);    // a micro-batch with syncs ends with the compute stream waiting for all of them
     dev -= kept;  // then OffloadPolicy::end_backward frees the kept shards
     kept = 0;

@@ -29,6 +29,13 @@ inline constexpr size_t kZero3MaxReduceEvents = 2;
 
 struct UnitGrad;
 
+/// stage3.py 1583's rule: a gradient of `numel` elements flushes a bucket holding `held` elements
+/// of `capacity` first when the bucket holds something and would overflow (ReduceBuckets and the
+/// model).
+constexpr bool bucket_overflows(uint64_t held, uint64_t numel, uint64_t capacity) {
+  return held > 0 && held + numel > capacity;
+}
+
 /// The open bucket of one rank's micro-batch and the events of its earlier flushes.
 class ReduceBuckets {
  public:
@@ -36,7 +43,7 @@ class ReduceBuckets {
 
   /// True when a unit of `numel` elements would overflow a bucket that holds something (flush
   /// first, as stage3.py 1583).
-  bool overflows(uint64_t numel) const { return elements_ > 0 && elements_ + numel > capacity_; }
+  bool overflows(uint64_t numel) const { return bucket_overflows(elements_, numel, capacity_); }
   /// `u` joins the open bucket.
   void add(UnitGrad& u, uint64_t numel) {
     pending_.push_back(&u);
