@@ -91,6 +91,16 @@ def test_site_of_prefers_the_systems_and_the_runners_frames():
     assert memhist.site_of(None) == memhist.BEFORE
 
 
+def test_site_of_names_deepspeeds_frames_carried_or_installed():
+    carried = [{"filename": "/r/.deps/deepspeed/site/deepspeed/runtime/zero/stage3.py", "line": 781,
+                "name": "__init__"}]
+    assert memhist.site_of(OTHER + carried) == "deepspeed/runtime/zero/stage3.py:781 __init__"
+    installed = [{"filename": "/x/site-packages/deepspeed/runtime/zero/stage3.py", "line": 2027,
+                  "name": "partition_grads"}]
+    assert memhist.site_of(installed + MODEL) == ("deepspeed/runtime/zero/stage3.py:2027 partition_grads"
+                                                  " < shardaccum_real/model.py:72 backward")
+
+
 def test_markers_are_sizes_no_fp32_or_bf16_tensor_has():
     assert memhist.STEP_BEGIN_BYTES % 2 and memhist.STEP_END_BYTES % 2
     assert memhist.STEP_BEGIN_BYTES != memhist.STEP_END_BYTES

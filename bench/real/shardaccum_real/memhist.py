@@ -20,8 +20,10 @@ import re
 STEP_BEGIN_BYTES = 7777  # odd: no fp32/bf16 tensor of whole elements has it
 STEP_END_BYTES = 7779
 BEFORE = "(before the history)"  # the site of blocks allocated before recording began
-ROLE_FILES = ("torch/distributed/", "shardaccum_real/", "torch/autograd/", "torch/nn/")
-_SHORT = re.compile(r".*?(site-packages/|bench/real/)")
+# deepspeed/: ZeRO's own buffers (stage3.py, partition_parameters.py), whether DeepSpeed is installed or
+# carried (.deps/deepspeed/site, scripts/prepare_deepspeed_deps.sh).
+ROLE_FILES = ("torch/distributed/", "shardaccum_real/", "torch/autograd/", "torch/nn/", "deepspeed/")
+_SHORT = re.compile(r".*?(site-packages/|bench/real/|\.deps/deepspeed/site/)")
 
 
 def _short(filename: str) -> str:
