@@ -123,3 +123,13 @@ def test_profile_dir_is_checked_before_torch(tmp_path):
     assert r.returncode == 2 and not (tmp_path / "p").exists()
     r = run_cli(tmp_path, "--system", "fsdp2", *TINY_LAYOUT, "--profile-dir", str(tmp_path / "p"))
     assert r.returncode == 1 and "torch" in r.stderr and (tmp_path / "p").is_dir()
+
+
+def test_memory_history_flag_is_checked_before_the_profile_dir_is_made(tmp_path):
+    for args, want in ((("--memory-history", "maybe"), "give on or off"),
+                       (("--memory-history", "off"), "only with --profile-dir")):
+        r = run_cli(tmp_path, "--system", "fsdp2", *TINY_LAYOUT, *args)
+        assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    r = run_cli(tmp_path, "--system", "fsdp2", *TINY_LAYOUT, "--memory-history", "maybe", "--profile-dir",
+                str(tmp_path / "q"))
+    assert r.returncode == 2 and not (tmp_path / "q").exists()

@@ -86,6 +86,7 @@ class Options:
     layout_json: list
     device: str
     profile_dir: str | None = None
+    memory_history: bool = True
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
                    "memory at that step's start and peak, by allocating source line (CASE.memory.json: PyTorch's "
                    "memory history, recorded from the case's start, so its cost is in that run's timings: a "
                    "diagnosis run, not a timing run)")
+    p.add_argument("--memory-history", default="on", help="on (default) or off: with --profile-dir, off keeps "
+                   "the traces without CASE.memory.json and records no memory history, whose python stack per "
+                   "allocation lengthens the host's time (DeepSpeed's flushes allocate per parameter)")
     return p
 
 
@@ -222,13 +226,17 @@ def parse(argv: list) -> Options:
             raise UsageError(str(e)) from None
     steps, warmup = _int(a.steps, "--steps", 1), _int(a.warmup, "--warmup", 0)
     seed, tokens = _int(a.seed, "--seed", 0, 2**64 - 1), _int(a.tokens, "--tokens", 0)
+    if a.memory_history not in ("on", "off"):
+        raise UsageError(f"--memory-history {a.memory_history}: give on or off")
+    if a.memory_history == "off" and a.profile_dir is None:
+        raise UsageError("--memory-history off: only with --profile-dir (without it no history is recorded)")
     if a.profile_dir is not None:  # last: it creates the folder, which no other bad flag should
         if not a.profile_dir.strip():
             raise UsageError("--profile-dir '': an empty path; give a folder, or leave the flag out")
         _check_profile_dir(a.profile_dir)
     return Options(a.system, models, scheds, k, triples,
                    list(dict.fromkeys(offloads)), steps, warmup, seed, tokens, out, a.bench, layouts, a.device,
-                   a.profile_dir)
+                   a.profile_dir, a.memory_history == "on")
 
 
 def parse_or_exit(argv: list) -> Options:

@@ -104,7 +104,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     pinned_leftover = measure.pinned_allocated(device)
     stem = output.case_file_stem(case.name) + (f".rank{rank}" if world > 1 else "")
     keep = os.path.join(opts.profile_dir, stem) if opts.profile_dir else None
-    history_from = measure.start_memory_history(device) if keep else None
+    history_from = measure.start_memory_history(device) if keep and opts.memory_history else None
     try:
         wl = Workload(lay, state, gen.fill, TORCH_DTYPES[plan.storage], build_on, case.tokens)
         system = _make_system(case, wl, plan, device, world)
@@ -188,9 +188,10 @@ def run(opts, ln, gen_factory) -> int:
              # The CPU add's intra-op threads (at::parallel_for): the suite's --host-threads to compare.
              "torch_num_threads": torch.get_num_threads()}
     if opts.profile_dir:
-        facts["profile_dir"] = (f"{opts.profile_dir}: per case the profiled step's trace (.trace.json.gz) and, on "
-                                "CUDA, what held device memory at its start and peak (.memory.json); PyTorch's "
-                                "memory history was recorded from each case's start, its cost in the timings")
+        facts["profile_dir"] = (f"{opts.profile_dir}: per case the profiled step's trace (.trace.json.gz)" + (
+            " and, on CUDA, what held device memory at its start and peak (.memory.json); PyTorch's memory "
+            "history was recorded from each case's start, its cost in the timings" if opts.memory_history else
+            "; no memory history recorded (--memory-history off)"))
 
     def write() -> None:
         """The JSON of the cases done so far, atomically, on rank 0: after every case, so a run killed
