@@ -83,6 +83,8 @@ def _strict(value):
 
 
 def _load(path: Path) -> dict:
+    # Not strict_json.loads: a part may hold NaN (Google Benchmark's JSON writer prints a counter
+    # it cannot compute so), which the merge turns into null rather than refuse.
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_int=bounded_int)
     except HugeInteger as e:

@@ -441,6 +441,14 @@ def _device_add_grid_text(run: Run) -> str | None:
             "each case's label says which, and a name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
 
 
+_REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _in_repository(path: str) -> bool:
+    """True when `path` (as given, relative to the working folder) lies inside this checkout."""
+    return Path(path).resolve().is_relative_to(_REPOSITORY)
+
+
 def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> str:
     out = ["## Notes\n",
            "- Every value is per optimizer step and per rank; times are the max over ranks (ms) and the median "
@@ -453,8 +461,12 @@ def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> st
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused + (real.notes if real else [])]
     inputs = " ".join(f.path for f in run.files + (real.files if real else []))
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)
+    # A trace outside the repository (a /tmp of the machine that ran it) is not what a reader has.
+    away = [] if traces.found_beside_input else [p for p in traces.paths if not _in_repository(p)]
+    unkept = (f" The trace {', '.join(f'`{p}`' for p in away)} is not in the repository: without it the "
+              "report is the same but for its timelines." if away else "")
     out.append(f"\nRegenerate: `.venv/bin/python scripts/report.py {inputs}{given} --name {name}` "
-               "(or any python with scripts/requirements.txt installed)\n")
+               f"(or any python with scripts/requirements.txt installed).{unkept}\n")
     return "\n".join(out)
 
 

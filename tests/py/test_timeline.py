@@ -103,7 +103,21 @@ def test_explicit_trace_and_the_regenerate_line(tmp_path):
     part = _timeline(text)
     assert "found beside" not in part and "my-trace.json" in part
     _assert_png(readme.parent, _images(part)[0])
-    assert f"--trace {trace}" in section(text, "## Notes")
+    notes = section(text, "## Notes")
+    assert f"--trace {trace}" in notes
+    # tmp_path is outside the repository: the reader is told the trace is not there to be had.
+    assert f"The trace `{trace}` is not in the repository" in notes
+
+
+def test_a_trace_inside_the_repository_is_not_called_missing(tmp_path):
+    inside = Path(__file__).resolve().parent / "_inside_trace_for_test.json"
+    shutil.copy(TRACE, inside)
+    try:
+        _, text = _report(tmp_path, shutil.copy(RUN, tmp_path / "elsewhere.json"), "--trace", inside)
+    finally:
+        inside.unlink()
+    notes = section(text, "## Notes")
+    assert f"--trace {inside}" in notes and "is not in the repository" not in notes
 
 
 def test_without_a_trace_the_section_says_how_to_get_one(host_report):
