@@ -7,6 +7,7 @@
 
 #include "strategies/copy_in/copy_in.hpp"
 #include "strategies/gemm_workspace.hpp"
+#include "strategies/offload/zero3_pinned.hpp"
 #include "strategies/param_traffic.hpp"
 
 namespace shardaccum {
@@ -56,6 +57,10 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   // step before, each replaced by a new one at its forward and its backward.
   if (in_place)
     for (size_t ui = 0; ui < units; ++ui) dev += param_dev(ui);
+  // DeepSpeed's flat pinned buffers (gpu-add-zero3): each unit counted at its share.
+  const bool flat = offload->flat_pinned();
+  const Zero3PinnedShares flat_shares =
+      flat ? zero3_pinned_shares(pieces, plan.dtypes.accum) : Zero3PinnedShares{};
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
   uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
@@ -161,12 +166,13 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present)
-          pinned += offload->saved_pinned_bytes(shard, pieces[ui], plan.dtypes);
+          pinned += flat ? flat_shares.saved[ui]
+                         : offload->saved_pinned_bytes(shard, pieces[ui], plan.dtypes);
         if (mb == plan.schedule.k() - 1) {  // the accumulation boundary: its copy and destination
           const SyncCost b = offload->predicted_boundary(shard, plan.dtypes);
           p.d2h_bytes += b.d2h;
           dev += b.device_transient;
-          pinned += b.pinned_transient;  // alive until the step's end
+          pinned += flat ? flat_shares.master[ui] : b.pinned_transient;  // to the step's end
           bump();
           dev -= b.device_transient;
         }

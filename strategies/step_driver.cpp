@@ -5,6 +5,7 @@
 
 #include "profiling/nvtx.hpp"
 #include "strategies/gemm_workspace.hpp"
+#include "strategies/offload/zero3_pinned.hpp"
 
 namespace shardaccum {
 
@@ -33,6 +34,15 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
     u.padded = padded_numel(u.numel, n);
     u.shard = shard_numel(u.numel, n);
     u.pieces = param_pieces(plan.layout.units[i], n);
+  }
+  if (strategy_.offload().flat_pinned()) {
+    std::vector<std::vector<uint64_t>> pieces;
+    for (const UnitGrad& u : units_) pieces.push_back(u.pieces);
+    const Zero3PinnedShares shares = zero3_pinned_shares(pieces, plan.dtypes.accum);
+    for (size_t i = 0; i < units_.size(); ++i) {
+      units_[i].pinned_saved_counted = shares.saved[i];
+      units_[i].pinned_master_counted = shares.master[i];
+    }
   }
 }
 

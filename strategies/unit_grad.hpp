@@ -31,6 +31,10 @@ struct UnitGrad {
   Buffer master;
   uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
   std::vector<uint64_t> pieces;  // param_pieces(): the shard cut at its parameters, Σ = shard
+  // OffloadPolicy::flat_pinned: the pinned bytes its saved shard and its fp32 master gradient are
+  // counted at (their shares of DeepSpeed's rounded buffers); 0: their own bytes.
+  uint64_t pinned_saved_counted = 0;
+  uint64_t pinned_master_counted = 0;
 };
 
 /// The element counts of a rank's shard of `unit`, cut where FSDP2 keeps separate tensors: one

@@ -86,6 +86,13 @@ class RankBackend : public BufferOwner {
     (void)pieces;
     return allocate(MemSpace::pinned_host, dtype, numel, s);
   }
+  /// Pinned host memory counted in peak_pinned_bytes at `counted` bytes while it is alive (0: its
+  /// own bytes): a buffer standing for its share of a larger pinned block (DeepSpeed's flat
+  /// buffers, strategies/offload/zero3_pinned.hpp). The default is a plain pinned allocation.
+  virtual Buffer allocate_pinned_counted(DType dtype, uint64_t numel, Stream s, uint64_t counted) {
+    (void)counted;
+    return allocate(MemSpace::pinned_host, dtype, numel, s);
+  }
   /// Counted copy of all of `src` into `dst` (same dtype and numel); direction from the spaces
   /// (a copy into pageable_host is also counted in d2h_pageable_bytes). Host to host: BackendError.
   virtual void copy(Buffer& dst, const Buffer& src, Stream s) = 0;

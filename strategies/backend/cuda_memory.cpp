@@ -51,13 +51,18 @@ void* CudaRank::allocate_pinned(uint64_t bytes) {
 
 Buffer CudaRank::allocate_host_cached(DType dtype, uint64_t numel, Stream s,
                                       std::span<const uint64_t> pieces) {
-  const uint64_t counted = host_cached_bytes(numel, pieces, dtype, who("allocate"));
+  return allocate_pinned_counted(dtype, numel, s,
+                                 host_cached_bytes(numel, pieces, dtype, who("allocate")));
+}
+
+Buffer CudaRank::allocate_pinned_counted(DType dtype, uint64_t numel, Stream s, uint64_t counted) {
   Buffer b = allocate(MemSpace::pinned_host, dtype, numel, s);
+  if (counted == 0) return b;
   Lock l(mu_);
   Alloc& a = allocs_.at(b.data());
-  const uint64_t extra = counted - a.bytes;
-  a.counted += extra;
-  pinned_current_ += extra;
+  // The count moves from the buffer's bytes to `counted`, which may be fewer (a share).
+  pinned_current_ = pinned_current_ - a.counted + counted;
+  a.counted = counted;
   pinned_peak_ = std::max(pinned_peak_, pinned_current_);
   return b;
 }

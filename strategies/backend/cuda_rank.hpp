@@ -72,6 +72,7 @@ class CudaRank final : public RankBackend {
   /// Pinned from the arena, counted at cached_host_bytes (PyTorch's power-of-two host blocks).
   Buffer allocate_host_cached(DType dtype, uint64_t numel, Stream s,
                               std::span<const uint64_t> pieces) override;
+  Buffer allocate_pinned_counted(DType dtype, uint64_t numel, Stream s, uint64_t counted) override;
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
   void set_device_add_grid(DeviceAddGrid grid) override { add_grid_ = grid; }

@@ -88,6 +88,12 @@ class HostRank final : public RankBackend {
                             host_cached_bytes(numel, pieces, dtype, "host backend"));
   }
 
+  Buffer allocate_pinned_counted(DType dtype, uint64_t numel, Stream, uint64_t counted) override {
+    if (numel == 0) throw BackendError("host backend: allocate of 0 elements");
+    return allocate_counted(MemSpace::pinned_host, dtype, numel,
+                            counted ? counted : numel * dtype_bytes(dtype));
+  }
+
   void set_cpu_add_threads(int threads) override {
     add_threads_ = threads > 0 ? threads : threads_;
   }

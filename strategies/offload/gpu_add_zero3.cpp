@@ -24,6 +24,11 @@ class GpuAddZero3 final : public OffloadPolicy {
                    const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
+    // The unit's part of grad_partitions_flat_buffer, counted at its share of that one pinned
+    // tensor's power of two (zero3_pinned.hpp); kept by d2h_into_saved.
+    if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
+      u.saved = be.allocate_pinned_counted(src.dtype(), src.numel(), Stream::copy,
+                                           u.pinned_saved_counted);
     detail::d2h_into_saved(be, u, src);  // D2H into the CPU buffer (on the copy stream)
     Buffer back = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
     be.copy(back, u.saved, Stream::copy);  // and straight back to the device (Z4)
@@ -37,6 +42,8 @@ class GpuAddZero3 final : public OffloadPolicy {
     if (site.boundary) to_optimizer(be, u, staging);
     return false;
   }
+
+  bool flat_pinned() const override { return true; }
 
   SyncCost predicted_start(uint64_t shard_numel, const DTypeTriple& t) const override {
     const ShardBytes b(shard_numel, t);
@@ -62,8 +69,9 @@ class GpuAddZero3 final : public OffloadPolicy {
       cast = be.allocate(MemSpace::device, DType::fp32, device_copy.numel(), Stream::copy);
       be.convert(cast, device_copy, Stream::copy);
     }
-    if (!u.master)
-      u.master = be.allocate(MemSpace::pinned_host, DType::fp32, device_copy.numel(), Stream::copy);
+    if (!u.master)  // counted at its share of its sub-group's pinned fp32 buffer
+      u.master = be.allocate_pinned_counted(DType::fp32, device_copy.numel(), Stream::copy,
+                                            u.pinned_master_counted);
     be.copy(u.master, cast ? cast : device_copy, Stream::copy);
   }
 };

@@ -82,6 +82,10 @@ class OffloadPolicy {
   /// How this value's pinned host tensors (its saved shards, and the parameters of
   /// --param-traffic on) are allocated. Default: exact.
   virtual PinnedBlocks pinned_blocks() const { return PinnedBlocks::exact; }
+  /// True when its saved shards and fp32 master gradients stand for DeepSpeed's flat pinned
+  /// buffers: counted at UnitGrad::pinned_saved_counted and pinned_master_counted, the unit's
+  /// shares (zero3_pinned.hpp), which StepDriver and the model compute. Default false.
+  virtual bool flat_pinned() const { return false; }
   /// True when its CPU add runs with --host-threads' intra-op threads (AxisArgs::host_threads), as
   /// FSDP2's `+=` on the issuing thread does (cpu-add-pageable); the case's label then says how
   /// many. Default false: the suite's own adds take --threads.

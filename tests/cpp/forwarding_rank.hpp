@@ -21,6 +21,9 @@ class ForwardingRank : public RankBackend {
                               std::span<const uint64_t> pieces) override {
     return in_.allocate_host_cached(t, n, s, pieces);
   }
+  Buffer allocate_pinned_counted(DType t, uint64_t n, Stream s, uint64_t counted) override {
+    return in_.allocate_pinned_counted(t, n, s, counted);
+  }
   void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
   void set_cpu_add_split(CpuAddSplit s) override { in_.set_cpu_add_split(s); }
   void set_device_add_grid(DeviceAddGrid g) override { in_.set_device_add_grid(g); }
