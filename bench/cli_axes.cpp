@@ -259,6 +259,15 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
                    "no-shard at world size 1 without offload keeps its parameters whole on the "
                    "device); add --offload with another value, another --copy-in or --world-size, "
                    "or leave --param-traffic out");
+  // --host-threads sets one offload's CPU add only: given to a run without it, it does nothing.
+  const auto takes_threads = [](const StrategySpec& st) {
+    return OffloadRegistry::get().make(st.offload, AxisArgs{})->takes_host_threads();
+  };
+  if (o.host_threads != kHostThreadsAuto &&
+      std::none_of(a.strategies.begin(), a.strategies.end(), takes_threads))
+    a.notes.push_back("--host-threads " + host_threads_text(o.host_threads) +
+                      ": no case of this run has offload cpu-add-pageable (the fsdp2 preset's), "
+                      "whose CPU add it sets; it changes nothing here");
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

@@ -92,6 +92,17 @@ TEST(WorldAxis, SizesAboveTheGpusAreSkippedWithANote) {
   EXPECT_NE(cli_error({"--world-size", "1,4"}, 2).find("at most 2 ranks"), std::string::npos);
 }
 
+// --host-threads N sets cpu-add-pageable's CPU add only: a run without that offload is told so.
+TEST(HostThreads, GivenToARunWithoutTheirOffloadItIsANote) {
+  const MatrixAxes a = axes({"--offload", "gpu-add", "--host-threads", "3"});
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("--host-threads 3: no case of this run has offload cpu-add-pageable"),
+            std::string::npos)
+      << a.notes[0];
+  EXPECT_TRUE(axes({"--preset", "fsdp2", "--host-threads", "3"}).notes.empty());
+  EXPECT_TRUE(axes({"--offload", "gpu-add"}).notes.empty());  // auto, the default: nothing said
+}
+
 TEST(ModelAxis, AllIsEveryShippedConfig) {
   size_t shipped = 0;
   for (const auto& f : std::filesystem::directory_iterator(SHARDACCUM_CONFIG_DIR))
