@@ -43,12 +43,21 @@ def warm_cublas(device) -> None:
     torch.cuda.synchronize(device)
 
 
-def run_step(system, state, schedule: str, step: int, device) -> tuple:
+def run_step(system, state, schedule: str, step: int, device, peaks: list | None = None) -> tuple:
     """One step; returns (wall ms, process CPU ms). system.zero_grad() runs before it, untimed (FSDP: the
-    gradients set to None; DeepSpeed: the previous boundary's deferred engine.step())."""
+    gradients set to None; DeepSpeed: the previous boundary's deferred engine.step()).
+
+    peaks (CUDA): a list that gains this step's (device peak, pinned peak) in bytes, read over the step
+    alone: the peaks are reset after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as
+    it is outside the time (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above
+    the profiled step's own: bench/real/README.md)."""
     system.zero_grad()
     x = torch.ones(1, device=device, requires_grad=True)
     _sync(device)
+    watch = peaks is not None and device.type == "cuda"
+    if watch:
+        torch.cuda.reset_peak_memory_stats(device)
+        torch.cuda.memory.reset_peak_host_memory_stats()
     t0, c0 = time.perf_counter(), time.process_time()
     with system.step_context():
         for mb, letter in enumerate(schedule):
@@ -57,12 +66,18 @@ def run_step(system, state, schedule: str, step: int, device) -> tuple:
                 system.forward_backward(x)
             system.end_micro_batch(mb == len(schedule) - 1)
     _sync(device)
-    return (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
+    wall, cpu = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
+    if watch:
+        peaks.append((torch.cuda.max_memory_allocated(device),
+                      torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY)))
+    return wall, cpu
 
 
 def timed_steps(system, state, schedule: str, first_step: int, warmup: int, steps: int, device, progress) -> dict:
     """warmup untimed steps, then `steps` timed ones (step indices first_step...); the step counters,
-    cpu_time and the memory peaks over the measured steps (CUDA only: absent on the CPU)."""
+    cpu_time and the memory peaks (CUDA only: absent on the CPU): the greatest of the measured steps'
+    peaks, each over its step alone (run_step), beside device_baseline_bytes, what was allocated before
+    the first measured step."""
     for i in range(warmup):
         ms, _ = run_step(system, state, schedule, first_step + i, device)
         progress(f"warm-up step {i + 1}/{warmup}: {ms:.1f} ms")
@@ -71,19 +86,17 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         out["device_baseline_bytes"] = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        torch.cuda.memory.reset_peak_host_memory_stats()
-    times, cpus = [], []
+    times, cpus, peaks = [], [], []
     for i in range(steps):
-        ms, cpu = run_step(system, state, schedule, first_step + warmup + i, device)
+        ms, cpu = run_step(system, state, schedule, first_step + warmup + i, device, peaks)
         times.append(ms)
         cpus.append(cpu)
         progress(f"step {i + 1}/{steps}: {ms:.1f} ms")
-    if device.type == "cuda":
-        out["peak_device_bytes"] = torch.cuda.max_memory_allocated(device)
-        pinned = torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY)
-        if pinned is not None:
-            out["peak_pinned_bytes"] = int(pinned)
+    if peaks:
+        out["peak_device_bytes"] = max(device_peak for device_peak, _ in peaks)
+        pinned = [p for _, p in peaks if p is not None]
+        if pinned:
+            out["peak_pinned_bytes"] = int(max(pinned))
     out.update(step_ms=statistics.fmean(times), step_ms_median=statistics.median(times), step_ms_min=min(times),
                step_ms_max=max(times))
     return {"counters": out, "cpu_time_ms": statistics.fmean(cpus), "last_step": first_step + warmup + steps - 1}
