@@ -9,7 +9,7 @@ suite value. The figures and their tolerances (docs/DESIGN.md §9, "Validation o
 |---|---|---|---|
 | `correct` | verdict (1/0) | verdict | equal |
 | `d2h_bytes`, `h2d_bytes` | the gradient path's bytes per step | the same counters | equal |
-| `peak_device_delta_bytes` | peak − peak of the system's `nnnS` without offload | the same of the preset's, with the parameter shards added to that baseline (below) | within 10% of the real |
+| `peak_device_delta_bytes` | peak − peak of the system's `nnnS` without offload | the same of the preset's, with the parameter shards added to that baseline and DeepSpeed's optimizer partition to its cases without offload (below) | within 10% of the real |
 | `peak_pinned_bytes` | the pinned host peak (PyTorch's caching host allocator), cases with offload | the same counter | within 10% of the real |
 | `d2h_ms`, `h2d_ms`, `cpu_add_ms`, `reduce_scatter_ms` | the profiled step's phase (ms) | the phase per step | within 20% of the real |
 | `accum_cost_b_ms` | step − step of `nnnS` with the same offload | the same of the preset's cases | within 20% of the real |
@@ -21,7 +21,14 @@ The suite's strategies without offload hold no parameter shards (under `--param-
 unit's unsharded parameter, as the real system does beside its shards), so the suite's baseline gains Σ P_u/N·b_g =
 `param_h2d_bytes` / (2·K) of the offloaded case before the delta is taken; without that the two deltas
 would differ by the parameters that offload moves off the device, a term of the real system that the
-suite's gradient path does not hold. `h2d_ms`: the suite's h2d phase times the parameter copies with the
+suite's gradient path does not hold. Likewise DeepSpeed's optimizer (`zero3`, `zero2`): without
+`offload_optimizer` it keeps its fp32 master partition on the device for the whole step, with it on the
+CPU (ZeRO-3: stage3.py 1172 `_create_fp32_partitions`, by PyTorch's memory history 4.29 GB on
+`uniform:16x64M` and 6.23 on gpt2-xl, live at the start of every case without offload and of none with:
+reports/h100-zero3-profile-1206/memory.txt). The suite models no optimizer, so each of its cases without
+offload gains Σ P_u/N·4 bytes (the baseline's reduce-scatter input, one sync of every unit, over N·b_r),
+in the case and in its baseline alike: it cancels between cases without offload and is taken from the
+offloaded ones' deltas. `h2d_ms`: the suite's h2d phase times the parameter copies with the
 gradient's (bench/counters.cpp), so on a case with parameter traffic the real side is its gradient
 `h2d_ms` plus `param_h2d_ms`.
 
@@ -158,6 +165,21 @@ def _param_shard_bytes(case: Case) -> float:
     return moved / (2 * case.key.k)
 
 
+# Systems whose optimizer holds an fp32 master partition on the device unless it is offloaded (DeepSpeed).
+OPTIMIZER_PARTITION_SYSTEMS = frozenset({"zero3", "zero2"})
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def _optimizer_partition_bytes(key: RealKey, suite_baseline: Case) -> float:
+    """Σ P_u/N·4 bytes: the fp32 master partition that DeepSpeed's optimizer holds on the device in a case
+    of `key` without offload (stage3.py 1172), from the suite baseline's `nccl_input_bytes` (its one sync of
+    every unit reads Σ padded P_u·b_r); 0 with offload, for other systems, or when the counter is absent."""
+    if key.system not in OPTIMIZER_PARTITION_SYSTEMS or key.offload != "none":
+        return 0.0
+    reduce = DTYPE_BYTES[key.dtype.split("-")[1]]
+    return (suite_baseline.value("nccl_input_bytes") or 0.0) / (key.world * reduce) * 4
+
+
 def rows_of(real: Run, suite: Run) -> tuple[list[Row], list[str]]:
     """The validation rows of every real case that has a preset case in `suite`, in report order, and a
     line per real case left out (no preset, or its preset case not in the suite run) saying why."""
@@ -191,7 +213,9 @@ def rows_of(real: Run, suite: Run) -> tuple[list[Row], list[str]]:
             r_peak, s_peak = rc.value("peak_device_bytes"), sc.value("peak_device_bytes")
             if None not in (rb, sb, r_peak, s_peak) and None not in (rb.value("peak_device_bytes"),
                                                                       sb.value("peak_device_bytes")):
-                s_base = sb.value("peak_device_bytes") + _param_shard_bytes(sc)
+                s_base = (sb.value("peak_device_bytes") + _param_shard_bytes(sc)
+                          + _optimizer_partition_bytes(base_key, sb))
+                s_peak += _optimizer_partition_bytes(key, sb)
                 add(PEAK_DELTA, r_peak - rb.value("peak_device_bytes"), s_peak - s_base)
         r_pin, s_pin = rc.value(PEAK_PINNED), sc.value(PEAK_PINNED)
         if key.offload != "none" and None not in (r_pin, s_pin) and (r_pin or s_pin):

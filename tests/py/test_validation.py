@@ -239,3 +239,36 @@ def test_the_suite_case_with_pytorchs_device_add_grid_stands_beside_the_real_one
                 assert row.preset_case.endswith(want), row.preset_case
             else:
                 assert "device-add-grid" not in row.preset_case, row.preset_case
+
+
+def test_deepspeeds_optimizer_partition_joins_the_suites_cases_without_offload(tmp_path):
+    """DeepSpeed keeps its optimizer's fp32 master partition on the device without offload_optimizer
+    (stage3.py 1172): the suite's zero3 cases without offload gain Σ P_u/N·4 bytes, here the baseline's
+    reduce-scatter input 4000 B over N·b_r = 1·4, times 4: 4000 B. It cancels between cases without
+    offload and comes off the offloaded cases' deltas."""
+    registry = Registry.committed()
+    real_peaks = {("nnnS", "none"): 20000, ("SSSS", "none"): 17600, ("nnnS", "cpu"): 11900, ("SSSS", "cpu"): 9800}
+    suite_peaks = {("nnnS", "none"): 8700, ("SSSS", "none"): 6300, ("nnnS", "cpu"): 4600, ("SSSS", "cpu"): 1800}
+    reals, suites = [], []
+    for (schedule, offload), peak in real_peaks.items():
+        name = f"real/system:zero3/model:{MODEL}/world:1/schedule:{schedule}/offload:{offload}/dtype:{DTYPE}"
+        key, why = preset_key(parse_real_name(name), registry)
+        assert key is not None, why
+        reals.append(_entry(name, {**ZERO, "step_ms": 10.0, "peak_device_bytes": peak}))
+        suite_name = key.name.replace(f"/dtype:{DTYPE}", "") + f"/dtype:{DTYPE}"
+        suites.append(_entry(suite_name, {**ZERO, "step_ms": 10.0, "peak_device_bytes": suite_peaks[schedule, offload],
+                                          "nccl_input_bytes": 4000 * (4 if schedule == "SSSS" else 1)}))
+    real = write_doc({"context": {"backend": "real", "time_domain": "GPU time", "executable": "bench/real/run.py"},
+                      "benchmarks": reals}, tmp_path / "real.json")
+    suite = write_doc({"context": {"backend": "cuda", "time_domain": "GPU events"}, "benchmarks": suites},
+                      tmp_path / "suite.json")
+    s, r = load_inputs([real, suite])
+    rows, left = rows_of(r, s)
+    assert left == []
+    deltas = {row.case.split("/schedule:")[1].split("/dtype")[0]: (row.real, row.suite, row.passes)
+              for row in rows if row.figure == "peak_device_delta_bytes"}
+    assert deltas == {
+        "SSSS/offload:none": (-2400, (6300 + 4000) - (8700 + 4000), True),
+        "nnnS/offload:cpu": (-8100, 4600 - (8700 + 4000), True),
+        "SSSS/offload:cpu": (-10200, 1800 - (8700 + 4000), True),  # -6.9%; without the partition -32%
+    }
