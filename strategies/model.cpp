@@ -9,6 +9,7 @@
 #include "strategies/gemm_workspace.hpp"
 #include "strategies/offload/zero3_pinned.hpp"
 #include "strategies/param_traffic.hpp"
+#include "strategies/reduce_buckets.hpp"
 
 namespace shardaccum {
 
@@ -61,6 +62,23 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
   const bool flat = offload->flat_pinned();
   const Zero3PinnedShares flat_shares =
       flat ? zero3_pinned_shares(pieces, plan.dtypes.accum) : Zero3PinnedShares{};
+  // Lookahead::buckets with the copy-in `none` (reduce_buckets.hpp): DeepSpeed's persistent bucket
+  // buffer, alive for the whole case; each gradient that fits moves into it as it arrives.
+  const bool bucket_copy =
+      copies_into_bucket(plan.strategy.effective_lookahead(), plan.strategy.copy_in, n);
+  uint64_t bucket_numel = 0;
+  if (bucket_copy) {
+    uint64_t total = 0;
+    for (const auto& unit : plan.layout.units) total += padded_numel(unit.numel, n);
+    bucket_numel = bucket_buffer_numel(plan.reduce_bucket_elements, total);
+    dev += bucket_numel * br;
+  }
+  std::vector<bool> in_bucket(units, false);  // the gradient waits in the bucket buffer
+  // StepDriver::run_step: ZeRO-3's device gradient partition (UnitGrad::partition) held from the
+  // step's start by a bucket-copying case without offload; the first S copies into it.
+  const bool partition = bucket_copy && !offload->offloaded();
+  if (partition)
+    for (const auto& unit : plan.layout.units) dev += padded_numel(unit.numel, n) / n * ba;
   std::deque<uint64_t> pending;    // pinned stagings of host tasks that may not have run yet
   std::deque<uint64_t> in_flight;  // unsharded gradients held until their RS is waited for
   uint64_t kept = 0;  // device shards kept until the micro-batch's end (OffloadPolicy::kept_bytes)
@@ -107,10 +125,13 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
     }
     // A unit's sync: its reduce-scatter (or NO_SHARD's in-place passes) and the offload's work.
     // Inline after its backward, or (Lookahead::buckets) when its bucket is flushed.
-    const auto sync_unit = [&](size_t ui) {
+    const auto sync_unit = [&](size_t ui, bool interleaved) {
       const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
       const uint64_t shard = padded / n;
       const uint32_t u = static_cast<uint32_t>(ui);
+      // StepDriver::writes_into_interleave: out is the rank's chunk of the interleave, no bytes.
+      const uint64_t out_bytes =
+          interleaved && offload->kept_bytes(shard, plan.dtypes) == 0 ? 0 : shard * br;
       if (in_place) {  // NO_SHARD: no collective; the division's passes on the gradient itself
         const uint64_t grad_bytes = padded * (held[ui] ? ba : bg);
         if (div.pre_pass) p.division_device_bytes += 2 * grad_bytes;
@@ -122,8 +143,11 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         grad_alive[ui] = false;  // with offload it plays the output's part (its bytes: shard * br)
       } else {  // the reduce-scatter reads the gradient (or the copy-in's input) into `out`
         uint64_t input = padded * bg;  // what the reduce-scatter reads, held until it is waited for
-        if (copy_in) {  // the previous input dropped (lookahead 1), this one filled, the gradient
-                        // freed
+        if (interleaved) {
+          input = padded * br;  // a view of the flush's interleave, freed with it
+        } else if (copy_in) {   // the previous input dropped (lookahead 1), this one filled, the
+                                // gradient
+                                // freed
           if (ahead == Lookahead::one) retire(0);
           input = padded * br;
           dev += input;
@@ -131,13 +155,17 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
           dev -= padded * (held[ui] ? br : bg);
           held[ui] = false;
         }
-        dev += shard * br;  // out
+        dev += out_bytes;  // out
         bump();
         p.nccl_input_bytes += input;
         ++p.reduce_scatter_calls;
         if (div.pre_pass) p.division_device_bytes += 2 * input;
         if (div.post_pass) p.division_device_bytes += 2 * shard * br;
-        in_flight.push_back(input);  // freed when the compute stream waits for its RS
+        if (!interleaved)
+          in_flight.push_back(input);  // freed when the compute stream waits for its RS
+        else if (!in_bucket[ui])
+          dev -= padded * bg;  // the gradient the interleave read, freed after the RS is issued
+        in_bucket[ui] = false;
         grad_alive[ui] = false;
         if (ahead == Lookahead::zero) retire(0);
         if (ahead == Lookahead::one) retire(1);
@@ -154,15 +182,17 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
             std::max(p.peak_pageable_bytes, offload->pageable_transient(pieces[ui], plan.dtypes));
       const bool stored = c.new_saved;
       if (!offload->offloaded()) {
-        if (stored && cast) {  // the saved shard is a converted copy of out
+        if (stored && partition) {
+          dev -= out_bytes;  // copied into the partition held since the step's start, and freed
+        } else if (stored && cast) {  // the saved shard is a converted copy of out
           dev += cast;
           bump();
-          dev -= shard * br;
+          dev -= out_bytes;
         }
         if (stored)
           saved[ui] = {true, MemSpace::device, shard};
         else
-          dev -= shard * br;  // out was added into the saved shard and freed
+          dev -= out_bytes;  // out was added into the saved shard and freed
       } else {
         dev += c.device_transient;
         if (stored && !saved[ui].present)
@@ -188,7 +218,7 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
             if (static_cast<int>(pending.size()) > host_task_depth) pending.pop_front();
           }
         }
-        dev -= c.device_transient + shard * br;
+        dev -= c.device_transient + out_bytes;
         const uint64_t keep = offload->kept_bytes(shard, plan.dtypes);  // out or its cast
         dev += keep;
         kept += keep;
@@ -197,7 +227,21 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       if (stored) mode->shard_saved(u);
     };
     std::vector<size_t> bucket;  // Lookahead::buckets: the open bucket's units, in order
-    uint64_t bucket_elements = 0;
+    uint64_t bucket_elements = 0, bucket_fill = 0;
+    // StepDriver::flush_bucket: with a bucket buffer the interleave of the bucket's gradients is
+    // allocated, then each unit synced from it, then it is freed.
+    const auto flush = [&](std::vector<size_t>& b) {
+      uint64_t cat = 0;
+      if (bucket_copy)
+        for (size_t x : b) cat += padded_numel(plan.layout.units[x].numel, n) * br;
+      dev += cat;
+      bump();
+      for (size_t x : b) sync_unit(x, bucket_copy);
+      dev -= cat;
+      b.clear();
+      bucket_elements = 0;
+      bucket_fill = 0;
+    };
     for (size_t ui = units; ui-- > 0;) {
       const uint64_t padded = padded_numel(plan.layout.units[ui].numel, n);
       const uint32_t u = static_cast<uint32_t>(ui);
@@ -233,21 +277,22 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
       }
 
       if (ahead != Lookahead::buckets) {
-        sync_unit(ui);
+        sync_unit(ui, false);
         continue;
       }
       const uint64_t numel = plan.layout.units[ui].numel;  // as ReduceBuckets counts
-      if (bucket_overflows(bucket_elements, numel, plan.reduce_bucket_elements)) {
-        for (size_t b : bucket) sync_unit(b);
-        bucket.clear();
-        bucket_elements = 0;
+      if (bucket_overflows(bucket_elements, numel, plan.reduce_bucket_elements)) flush(bucket);
+      if (bucket_copy && bucket_fill + padded <= bucket_numel) {  // ReduceBuckets::place
+        bucket_fill += padded;
+        in_bucket[ui] = true;
+        dev -= padded * bg;  // moved into the bucket buffer and freed
       }
       bucket.push_back(ui);
       bucket_elements += numel;
     }
-    for (size_t b : bucket) sync_unit(b);  // ZeRO-3's epilogue: the rest flushed
-    retire(0);    // a micro-batch with syncs ends with the compute stream waiting for all of them
-    dev -= kept;  // then OffloadPolicy::end_backward frees the kept shards
+    flush(bucket);  // ZeRO-3's epilogue: the rest flushed
+    retire(0);      // a micro-batch with syncs ends with the compute stream waiting for all of them
+    dev -= kept;    // then OffloadPolicy::end_backward frees the kept shards
     kept = 0;
   }
   for (uint32_t u = 0; u < units; ++u) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "profiling/nvtx.hpp"
 #include "strategies/gemm_workspace.hpp"
@@ -160,12 +161,14 @@ void StepDriver::sync_in_place(UnitGrad& u, int mb) {
   }
 }
 
-void StepDriver::sync(UnitGrad& u, int mb) {
+void StepDriver::sync(UnitGrad& u, int mb, Buffer* bucket_input) {
   if (strategy_.copy_in().in_place(be_.world_size())) return sync_in_place(u, mb);
   const Lookahead ahead = strategy_.lookahead();
   const CopyIn& copy_in = strategy_.copy_in();
-  Buffer in;  // with a copy-in, the reduce-scatter's own input; else it reads u.grad
-  if (copy_in.separate_input()) {
+  Buffer in;  // with a copy-in or a flush's interleave, the reduce-scatter's own input; else u.grad
+  if (bucket_input) {
+    in = std::move(*bucket_input);  // a view: u.grad, if still there, is freed after the RS
+  } else if (copy_in.separate_input()) {
     // FSDP2 (_fsdp_param_group.py post_backward): the compute stream waits for the previous
     // unit's reduce-scatter and drops its input before this unit's copy-in allocates one.
     if (ahead == Lookahead::one)
@@ -180,10 +183,17 @@ void StepDriver::sync(UnitGrad& u, int mb) {
     }
   }
   Buffer out;
-  try {
-    out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
-  } catch (const std::exception& e) {
-    if (pending_error_.empty()) pending_error_ = e.what();
+  if (bucket_input && in && writes_into_interleave(u)) {
+    // reduce_scatter_coalesced (coalesced_collectives.py 124-131): the output is this rank's
+    // chunk of the interleave itself, an in-place reduce-scatter (NCCL's recvbuff = sendbuff +
+    // rank * recvcount); nothing is allocated for it.
+    out = in.view(u.shard * static_cast<uint64_t>(be_.rank()), u.shard);
+  } else {
+    try {
+      out = be_.allocate(MemSpace::device, plan_.dtypes.reduce, u.shard, Stream::comm);
+    } catch (const std::exception& e) {
+      if (pending_error_.empty()) pending_error_ = e.what();
+    }
   }
   // Errors are agreed once per micro-batch: a failed rank goes on joining its collectives.
   if (!pending_error_.empty()) join_anyway(u, in, out);
@@ -223,14 +233,79 @@ void StepDriver::sync(UnitGrad& u, int mb) {
 
 void StepDriver::sync_in_bucket(UnitGrad& u, int mb) {
   if (buckets_.overflows(u.numel)) flush_bucket(mb);
-  buckets_.add(u, u.numel);
+  std::optional<uint64_t> slot;
+  if (bucket_buffer_ && pending_error_.empty() && u.grad)
+    slot = buckets_.place(u.padded, bucket_buffer_.numel());
+  if (slot) {
+    // __add_grad_to_ipg_bucket: on the reduction stream, after the backward that wrote it, the
+    // gradient moves into the bucket buffer and is freed (after that copy, stream-ordered).
+    try {
+      nvtx::PhaseRange r(Phase::accumulate, u.grad.bytes(), be_.rank());
+      be_.wait(Stream::comm, be_.record(Stream::compute));
+      Buffer dst = bucket_buffer_.view(*slot, u.padded);
+      copy_or_convert(dst, u.grad);
+      u.grad.reset();
+    } catch (const std::exception& e) {
+      pending_error_ = e.what();
+      slot.reset();
+    }
+  }
+  buckets_.add(u, u.numel, slot);
+}
+
+bool StepDriver::writes_into_interleave(const UnitGrad& u) const {
+  // An offload that keeps its output past the flush (copy-fsdp1's G3) gets its own: a view of
+  // the interleave would outlive it.
+  return strategy_.offload().kept_bytes(u.shard, plan_.dtypes) == 0;
+}
+
+void StepDriver::copy_or_convert(Buffer& dst, const Buffer& src) {
+  if (dst.dtype() == src.dtype())
+    be_.copy(dst, src, Stream::comm);
+  else
+    be_.convert(dst, src, Stream::comm);
 }
 
 void StepDriver::flush_bucket(int mb) {
-  const std::vector<UnitGrad*> bucket = buckets_.take();
+  std::vector<ReduceBuckets::Entry> bucket = buckets_.take();
   if (bucket.empty()) return;
   buckets_.before_flush(be_);
-  for (UnitGrad* u : bucket) sync(*u, mb);
+  // The interleave (reduce_scatter_coalesced's torch.cat): the bucket's gradients copied, on the
+  // reduction stream, into one new buffer that the division and the reduce-scatters read; it is
+  // freed once they are issued (stream-ordered). Without a bucket buffer the syncs read the
+  // gradients; after a failure too (they then join with scratch, join_anyway).
+  Buffer cat;
+  if (bucket_buffer_ && pending_error_.empty()) {
+    try {
+      uint64_t total = 0;
+      for (const auto& e : bucket) total += e.unit->padded;
+      cat = be_.allocate(MemSpace::device, plan_.dtypes.reduce, total, Stream::comm);
+      nvtx::PhaseRange r(Phase::accumulate, cat.bytes(), be_.rank());
+      be_.wait(Stream::comm, be_.record(Stream::compute));  // the gradients not in the bucket
+      uint64_t off = 0;
+      for (const auto& e : bucket) {
+        Buffer dst = cat.view(off, e.unit->padded);
+        if (e.slot)
+          copy_or_convert(dst, bucket_buffer_.view(*e.slot, e.unit->padded));
+        else
+          copy_or_convert(dst, e.unit->grad);
+        off += e.unit->padded;
+      }
+    } catch (const std::exception& e) {
+      pending_error_ = e.what();
+      cat.reset();
+    }
+  }
+  uint64_t off = 0;
+  for (const auto& e : bucket) {
+    if (cat) {
+      Buffer in = cat.view(off, e.unit->padded);
+      sync(*e.unit, mb, &in);
+    } else {
+      sync(*e.unit, mb);
+    }
+    off += e.unit->padded;
+  }
   buckets_.flushed(be_.record(Stream::comm));
 }
 
@@ -238,6 +313,22 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
   be_.begin_step();
   if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
   buckets_.clear();
+  // The persistent bucket (stage3.py 780-784), allocated at initialisation there: once per case.
+  if (!bucket_buffer_ &&
+      copies_into_bucket(strategy_.lookahead(), plan_.strategy.copy_in, be_.world_size())) {
+    uint64_t total = 0;
+    for (const UnitGrad& u : units_) total += u.padded;
+    bucket_buffer_ =
+        be_.allocate(MemSpace::device, plan_.dtypes.reduce,
+                     bucket_buffer_numel(plan_.reduce_bucket_elements, total), Stream::comm);
+  }
+  // ZeRO-3's device gradient partition buffer (UnitGrad::partition), allocated at initialisation
+  // there (stage3.py 791): each unit's part held from the step's start.
+  if (copies_into_bucket(strategy_.lookahead(), plan_.strategy.copy_in, be_.world_size()) &&
+      !strategy_.offloaded())
+    for (UnitGrad& u : units_)
+      if (!u.partition)
+        u.partition = be_.allocate(MemSpace::device, plan_.dtypes.accum, u.shard, Stream::comm);
   for (UnitGrad& u : units_) {  // likewise: kept shards of a failed micro-batch
     u.kept.reset();
     u.master.reset();
@@ -335,6 +426,7 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
     u.grad.reset();
     u.kept.reset();
     u.master.reset();
+    u.partition.reset();
   }
   return m;
 }

@@ -38,12 +38,20 @@ class StepDriver {
   void backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode);
   /// The GEMMs (--backward gemm) and the generator into u.grad (grad dtype).
   void backward_pass(UnitGrad& u, uint32_t step, int mb, bool accumulate);
-  void sync(UnitGrad& u, int mb);
-  /// Lookahead::buckets: u's sync now, or after the flush of the open bucket it would overflow,
-  /// or later with its bucket (ReduceBuckets).
+  /// u's reduce-scatter and accumulation; `bucket_input` (a flush's interleave, a view): what the
+  /// reduce-scatter reads instead of u.grad or a copy-in.
+  void sync(UnitGrad& u, int mb, Buffer* bucket_input = nullptr);
+  /// Lookahead::buckets: u joins the open bucket (after flushing it when u would overflow it),
+  /// its gradient copied into the bucket buffer when there is one and it fits (ReduceBuckets).
   void sync_in_bucket(UnitGrad& u, int mb);
-  /// Lookahead::buckets: the open bucket's syncs issued, after the host's wait for an old flush.
+  /// Lookahead::buckets: after the host's wait for an old flush, the open bucket's gradients
+  /// interleaved into one buffer (with a bucket buffer) and their syncs issued.
   void flush_bucket(int mb);
+  /// True when u's reduce-scatter from a flush's interleave writes in place into it (DeepSpeed's
+  /// reduce_scatter_coalesced), false when the offload keeps the output past the flush.
+  bool writes_into_interleave(const UnitGrad& u) const;
+  /// dst = src on the comm stream, converted when their dtypes differ.
+  void copy_or_convert(Buffer& dst, const Buffer& src);
   /// A sync without a reduce-scatter (CopyIn::in_place: FSDP1's NO_SHARD at world size 1): the
   /// division's passes on the gradient itself, then, with offload, the gradient goes where a
   /// reduce-scatter's output would; without, it stays (cast to the accum dtype, as FSDP1's
@@ -70,8 +78,9 @@ class StepDriver {
   ReduceBuckets buckets_;           // Lookahead::buckets: the open bucket, earlier flushes' events
   std::string pending_error_;       // this rank's error, held until the ranks agree
   uint8_t dyadic_max_;              // the generator's value range for this case (dyadic_range)
-  ParamTraffic params_;  // --param-traffic on: the parameters' H2D before forward and backward
-  Buffer workspace_;     // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
+  ParamTraffic params_;   // --param-traffic on: the parameters' H2D before forward and backward
+  Buffer workspace_;      // --backward gemm: X, dY, dX and cuBLAS's workspace, once per case
+  Buffer bucket_buffer_;  // copies_into_bucket: DeepSpeed's persistent bucket, once per case
 };
 
 }  // namespace shardaccum

@@ -10,6 +10,11 @@
 //   master — offload gpu-add-zero3 only: DeepSpeed ZeRO-3's fp32 optimizer gradient on the host
 //           (pinned, fp32), copied at the accumulation boundary, alive until the step's end
 //           (docs/PRESETS.md Z5).
+//   partition — a bucket-copying case without offload (reduce_buckets.hpp copies_into_bucket) only:
+//           this unit's part of DeepSpeed ZeRO-3's device gradient partition buffer
+//           (grad_partitions_flat_buffer, stage3.py 791, allocated at initialisation there), held
+//           from the step's start; the first S copies the reduce-scatter's output into it and it
+//           becomes `saved` (partition_grads' `grad_buffer.copy_`, docs/PRESETS.md Z6).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +34,7 @@ struct UnitGrad {
   Buffer saved;
   Buffer kept;
   Buffer master;
+  Buffer partition;
   uint64_t saved_version = 0;  // bumped by every checked add (binding data-free), as autograd does
   std::vector<uint64_t> pieces;  // param_pieces(): the shard cut at its parameters, Σ = shard
   // OffloadPolicy::flat_pinned: the pinned bytes its saved shard and its fp32 master gradient are

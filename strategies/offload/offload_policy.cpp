@@ -9,6 +9,16 @@ ShardBytes::ShardBytes(uint64_t shard_numel, const DTypeTriple& t)
 
 void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
                                 const AddSite&) const {
+  if (!offloaded() && u.partition) {
+    // ZeRO-3's gradient partition buffer (UnitGrad::partition): the output copied (converted)
+    // into it on the comm stream, then freed (stage3.py partition_grads' grad_buffer.copy_).
+    if (out.dtype() == u.partition.dtype())
+      be.copy(u.partition, out, Stream::comm);
+    else
+      be.convert(u.partition, out, Stream::comm);
+    u.saved = std::move(u.partition);
+    return;
+  }
   Buffer cast = detail::cast_to_accum(be, out, accum);
   if (offloaded())
     detail::d2h_into_saved(be, u, cast ? cast : out, pinned_blocks());

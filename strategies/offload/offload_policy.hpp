@@ -59,8 +59,9 @@ class OffloadPolicy {
   /// The first S of the unit in this step (mode tracking found no saved shard to add to): `out`
   /// (device, reduce dtype, shard elements) becomes the saved shard. Default: converted to the
   /// accum dtype if needed, then kept on the device (not offloaded) or a plain D2H into a pinned
-  /// saved shard (offloaded). `site`: where, and whether at the accumulation boundary
-  /// (AddSite::boundary, which gpu-add-zero3 acts on).
+  /// saved shard (offloaded); not offloaded with a UnitGrad::partition, copied (converted) into
+  /// that partition on the comm stream, which becomes the saved shard. `site`: where, and whether
+  /// at the accumulation boundary (AddSite::boundary, which gpu-add-zero3 acts on).
   virtual void start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType accum,
                            const AddSite& site) const;
   /// A later S: fold `out` into u.saved. Returns true when `out` instead became a new saved shard

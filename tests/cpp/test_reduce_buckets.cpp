@@ -9,6 +9,7 @@
 #include <string>
 
 #include "faulty_backend.hpp"
+#include "strategies/offload/offload_policy.hpp"
 #include "strategies/step_driver.hpp"
 #include "test_support.hpp"
 
@@ -94,6 +95,53 @@ TEST(ReduceBuckets, OnlySyncMicroBatchesReduceAndEachEndsWithTheEpilogue) {
   const CasePlan p = plan_of({20, 100, 30, 50}, "nS", 150);
   const std::string step = "BBBB" + std::string("BBBRRBRRW");
   EXPECT_EQ(log_of(p, false), step + step);
+}
+
+// Z1, Z6 (docs/PRESETS.md): without offload, world 1, fp32, units of 20, 100, 30 and 50 elements
+// (padded to 24, 104, 32, 56), a bucket of 150. Held from the start: the bucket buffer (150
+// elements, 600 B) and the gradient partition (216 elements, 864 B). Each gradient moves into the
+// bucket as it arrives; unit 1's (416 B) overflows it, so the flush of units 3 and 2 interleaves
+// them (352 B) beside it, and their reduce-scatters write into that interleave: 600 + 864 + 416 +
+// 352 = 2232 B, in every micro-batch (a later S adds its chunk of the interleave into the
+// partition, allocating nothing).
+TEST(ReduceBuckets, ThePeakIsTheBucketThePartitionOneGradientAndOneInterleave) {
+  CasePlan p = plan_of({20, 100, 30, 50}, "SSSS", 150);
+  p.strategy.offload = "none";
+  auto be = make_host_backend({1, 1});
+  const testing::Outcome o = testing::run_two_steps(*be, p);
+  testing::expect_bytes_and_peaks_of_the_model(o);
+  EXPECT_TRUE(o.correct);
+  EXPECT_EQ(o.measured.peak_device_bytes, 2232u);
+}
+
+// With the bucket copy, the interleave, the in-place reduce-scatter and (without offload) the
+// partition held from the step's start, every offload and mode keeps the verdict it has without
+// buckets, and the bytes and peaks stay the model's, at world sizes 1-3.
+TEST(ReduceBuckets, EveryOffloadAndModeKeepsItsVerdictAndTheModelsBytesAndPeaks) {
+  for (const int world : {1, 2, 3}) {
+    auto be = make_host_backend({world, 1});
+    for (const std::string& offload : OffloadRegistry::get().names())
+      for (const char* mode : {"flag", "presence", "shape"})
+        for (const char* sched : {"SSSS", "nnnS", "nSnS", "SnSS"})
+          for (const char* dtype : {"fp32-fp32-fp32", "bf16-bf16-fp32"}) {
+            CasePlan p{testing::make_layout({20, 100, 30, 50, 7}),
+                       parse_schedule(sched, 4),
+                       {"data-free", offload, mode, "pre", Lookahead::buckets},
+                       parse_dtype_triple(dtype),
+                       GenMode::dyadic,
+                       7,
+                       "buckets"};
+            p.reduce_bucket_elements = 150;
+            SCOPED_TRACE(p.strategy.name() + " " + sched + " world " + std::to_string(world) + " " +
+                         dtype);
+            const testing::Outcome o = testing::run_two_steps(*be, p);
+            testing::expect_bytes_and_peaks_of_the_model(o);
+            CasePlan plain = p;
+            plain.strategy.lookahead = Lookahead::zero;
+            EXPECT_EQ(o.correct, testing::run_two_steps(*be, plain).correct)
+                << "max_rel_err " << o.max_rel_err;
+          }
+  }
 }
 
 }  // namespace shardaccum
