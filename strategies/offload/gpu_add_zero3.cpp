@@ -24,12 +24,9 @@ class GpuAddZero3 final : public OffloadPolicy {
                    const AddSite& site) const override {
     const Buffer cast = detail::cast_to_accum(be, out, accum);
     const Buffer& src = cast ? cast : out;
-    // The unit's part of grad_partitions_flat_buffer, counted at its share of that one pinned
-    // tensor's power of two (zero3_pinned.hpp); kept by d2h_into_saved.
-    if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
-      u.saved = be.allocate_pinned_counted(src.dtype(), src.numel(), Stream::copy,
-                                           u.pinned_saved_counted);
-    detail::d2h_into_saved(be, u, src);  // D2H into the CPU buffer (on the copy stream)
+    // D2H into the CPU buffer (on the copy stream): the unit's part of grad_partitions_flat_buffer,
+    // counted at its share of that one pinned tensor's power of two (zero3_pinned.hpp).
+    detail::d2h_into_saved(be, u, src);
     Buffer back = be.allocate(MemSpace::device, accum, src.numel(), Stream::copy);
     be.copy(back, u.saved, Stream::copy);  // and straight back to the device (Z4)
     if (site.boundary) to_optimizer(be, u, back);

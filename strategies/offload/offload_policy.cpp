@@ -70,8 +70,12 @@ uint64_t chunk_numel(uint64_t chunk_bytes, DType accum) {
 
 void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src, PinnedBlocks blocks) {
   // A saved shard this step did not recognise (shape on the host) is overwritten in place.
+  // A flat_pinned offload's shard is counted at its share of DeepSpeed's buffer instead.
   if (!u.saved || u.saved.numel() != src.numel() || u.saved.space() != MemSpace::pinned_host)
-    u.saved = allocate_pinned(be, blocks, src.dtype(), src.numel(), u.pieces, Stream::copy);
+    u.saved = u.pinned_saved_counted != 0
+                  ? be.allocate_pinned_counted(src.dtype(), src.numel(), Stream::copy,
+                                               u.pinned_saved_counted)
+                  : allocate_pinned(be, blocks, src.dtype(), src.numel(), u.pieces, Stream::copy);
   be.wait(Stream::copy, be.record(Stream::comm));
   be.copy(u.saved, src, Stream::copy);
 }

@@ -155,7 +155,8 @@ Buffer cast_to_accum(RankBackend& be, const Buffer& out, DType accum);
 uint64_t chunk_numel(uint64_t chunk_bytes, DType accum);
 
 /// Plain D2H of `src` into u.saved (allocated in pinned memory if absent or not a pinned shard of
-/// src's size, as `blocks` says): the shared first S of an offloaded step, and `copy`'s every S.
+/// src's size, as `blocks` says, or at UnitGrad::pinned_saved_counted bytes when that is set: a
+/// flat_pinned offload): the shared first S of an offloaded step, and `copy`'s every S.
 void d2h_into_saved(RankBackend& be, UnitGrad& u, const Buffer& src,
                     PinnedBlocks blocks = PinnedBlocks::exact);
 /// gpu-add's later S: H2D u.saved into a device staging buffer (accum dtype, src's elements), add
