@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <set>
 
 #include "bench/cli.hpp"
 
@@ -51,6 +52,7 @@ std::string count_of(size_t n, const std::string& noun) {
 
 std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag) {
   std::vector<std::string> out;
+  std::set<std::string> seen;  // a value given twice would make the same cases twice
   for (const auto& s : values) {
     size_t b = 0;
     while (true) {
@@ -60,6 +62,9 @@ std::vector<std::string> split_list(const std::vector<std::string>& values, cons
             std::string(flag) + " '" + brief(s) +
             "': an empty element; give a comma-separated list without empty items (e.g. a,b)");
       out.push_back(s.substr(b, e - b));
+      if (!seen.insert(out.back()).second)
+        throw CliError(std::string(flag) + " '" + brief(out.back()) +
+                       "' is given twice: give each value once");
       if (e == s.size()) break;
       b = e + 1;
     }

@@ -28,7 +28,8 @@ std::string brief(std::string_view s, size_t max = 80);
 std::string count_of(size_t n, const std::string& noun);
 
 /// Splits every value of a list flag at its commas. Throws CliError naming `flag` for an empty
-/// element anywhere (`,`, `a,,b`, a trailing comma): CLI11 would otherwise drop it silently.
+/// element anywhere (`,`, `a,,b`, a trailing comma): CLI11 would otherwise drop it silently; and
+/// for a value given twice, across the flag's repeats too (it would make the same cases twice).
 std::vector<std::string> split_list(const std::vector<std::string>& values, const char* flag);
 
 /// Parses all of `s` as a decimal integer (digits, an optional leading '-') in [lo, hi].
