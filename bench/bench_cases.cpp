@@ -59,7 +59,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
     write_gemm_counters(st.counters, t, spec.plan());
     const std::string bound_by =
         write_bound_counters(st.counters, t, spec.plan(), backend.ceilings(), spec.world_size);
-    const std::string threads = spec.host_threads_setting();
+    const std::string threads = spec.host_threads_setting(backend.host_add_threads());
     st.SetLabel(std::string(backend.gpu_times() ? "" : "host wall-clock; ") +
                 (verdict.correct() ? "correct"
                                    : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())) +

@@ -42,10 +42,12 @@ int CaseSpec::effective_host_threads() const {
                                           : host_threads;
 }
 
-std::string CaseSpec::host_threads_setting() const {
+std::string CaseSpec::host_threads_setting(int share) const {
   if (!offload_policy(strategy)->takes_host_threads()) return "";
   const int n = effective_host_threads();
-  if (n == 0) return "host threads rank's share";
+  if (n == 0)
+    return share > 0 ? "host threads " + std::to_string(share) + " (the rank's share)"
+                     : "host threads rank's share";
   return "host threads " + std::to_string(n) +
          (host_threads == kHostThreadsAuto ? " (torchrun)" : "");
 }

@@ -74,8 +74,10 @@ struct CaseSpec {
   int effective_host_threads() const;
   /// The label's segment for the CPU add's threads when the offload takes --host-threads
   /// (OffloadPolicy::takes_host_threads): "host threads N", "host threads 1 (torchrun)" when auto
-  /// chose it, "host threads rank's share" for 0; "" for every other offload.
-  std::string host_threads_setting() const;
+  /// chose it, for 0 "host threads S (the rank's share)" with `share` the backend's
+  /// (Backend::host_add_threads) or "host threads rank's share" where that is 0; "" for every
+  /// other offload.
+  std::string host_threads_setting(int share = 0) const;
   /// The plan, its device_add_grid the effective one.
   CasePlan plan() const;
 };

@@ -207,6 +207,9 @@ class Backend {
   /// Host tasks (RankBackend::host_task) that may still be pending when host_task returns; 0 when
   /// they run at once. Each may hold a pinned staging buffer: the model counts them.
   virtual int host_task_depth() const { return 0; }
+  /// The OpenMP threads of one rank's CPU adds when none are set for them (--host-threads 0: the
+  /// rank's share of the machine's hardware threads); 0 when the backend does not say.
+  virtual int host_add_threads() const { return 0; }
 
   /// The global ranks whose threads run in this process: all of them (the default), or one under
   /// a multi-process launch (one process per GPU, --launcher env). run() calls fn on these only.

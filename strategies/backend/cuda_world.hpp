@@ -41,6 +41,7 @@ class CudaWorld final : public Backend {
   nlohmann::json context() const override;
   bool gpu_times() const override { return true; }
   int host_task_depth() const override { return opts_.host_task_depth; }
+  int host_add_threads() const override { return host_threads_; }
   /// The CUPTI collector, or nullptr (--cupti off, or another subscriber such as nsys).
   cupti::CuptiCollector* collector() const { return collector_; }
 

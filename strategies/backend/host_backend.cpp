@@ -407,6 +407,7 @@ class HostBackend final : public Backend {
   std::string name() const override { return "host"; }
   int world_size() const override { return opts_.world_size; }
   bool gpu_times() const override { return false; }
+  int host_add_threads() const override { return std::max(1, opts_.add_threads); }
 
   void run(const std::function<void(RankBackend&)>& fn) override {
     Rendezvous rv(opts_.world_size);

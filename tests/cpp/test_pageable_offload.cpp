@@ -224,6 +224,10 @@ TEST(PageableOffload, HostThreadsAutoGivesFsdp2TorchrunsOneThreadWhenRanksShareT
   for (const CaseSpec& c : cases_of({"--preset", "fsdp2"}, 1)) {
     EXPECT_EQ(c.plan().host_threads, 0) << c.name();
     EXPECT_EQ(c.host_threads_setting(), "host threads rank's share") << c.name();
+    // With the backend's share (Backend::host_add_threads) the label gives its number.
+    EXPECT_EQ(c.host_threads_setting(make_host_backend({1, 3})->host_add_threads()),
+              "host threads 3 (the rank's share)")
+        << c.name();
   }
   // Given, it is what every case runs with, the preset's too.
   for (const char* given : {"0", "3"})
