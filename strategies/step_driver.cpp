@@ -313,22 +313,29 @@ StepMetrics StepDriver::run_step(uint32_t step, bool check, OracleResult* oracle
   be_.begin_step();
   if (!in_flight_.empty()) retire_all();  // left by a step that ended in an exception
   buckets_.clear();
-  // The persistent bucket (stage3.py 780-784), allocated at initialisation there: once per case.
-  if (!bucket_buffer_ &&
-      copies_into_bucket(strategy_.lookahead(), plan_.strategy.copy_in, be_.world_size())) {
-    uint64_t total = 0;
-    for (const UnitGrad& u : units_) total += u.padded;
-    bucket_buffer_ =
-        be_.allocate(MemSpace::device, plan_.dtypes.reduce,
-                     bucket_buffer_numel(plan_.reduce_bucket_elements, total), Stream::comm);
+  // DeepSpeed's buffers (stage3.py), allocated at initialisation there. A failed allocation is
+  // this rank's error, agreed at the next sync micro-batch, so that no peer waits in a
+  // collective this rank never joins; without the bucket the syncs read the gradients.
+  if (copies_into_bucket(strategy_.lookahead(), plan_.strategy.copy_in, be_.world_size())) {
+    try {
+      // The persistent bucket (780-784): once per case.
+      if (!bucket_buffer_) {
+        uint64_t total = 0;
+        for (const UnitGrad& u : units_) total += u.padded;
+        bucket_buffer_ =
+            be_.allocate(MemSpace::device, plan_.dtypes.reduce,
+                         bucket_buffer_numel(plan_.reduce_bucket_elements, total), Stream::comm);
+      }
+      // Without offload, the device gradient partition (UnitGrad::partition, 791): each unit's
+      // part held from the step's start.
+      if (!strategy_.offloaded())
+        for (UnitGrad& u : units_)
+          if (!u.partition)
+            u.partition = be_.allocate(MemSpace::device, plan_.dtypes.accum, u.shard, Stream::comm);
+    } catch (const std::exception& e) {
+      if (pending_error_.empty()) pending_error_ = e.what();
+    }
   }
-  // ZeRO-3's device gradient partition buffer (UnitGrad::partition), allocated at initialisation
-  // there (stage3.py 791): each unit's part held from the step's start.
-  if (copies_into_bucket(strategy_.lookahead(), plan_.strategy.copy_in, be_.world_size()) &&
-      !strategy_.offloaded())
-    for (UnitGrad& u : units_)
-      if (!u.partition)
-        u.partition = be_.allocate(MemSpace::device, plan_.dtypes.accum, u.shard, Stream::comm);
   for (UnitGrad& u : units_) {  // likewise: kept shards of a failed micro-batch
     u.kept.reset();
     u.master.reset();

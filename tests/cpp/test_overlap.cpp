@@ -134,6 +134,38 @@ TEST(Overlap, AFailedAllocationMidMicroBatchEndsTheStepOnEveryRank) {
   EXPECT_TRUE(testing::run_two_steps(be, plan).correct);
 }
 
+// ZeRO-3's buffers (lookahead buckets, copy-in none, no offload): rank 1's bucket buffer
+// (device allocation 0) or a unit's gradient partition (1) fails at the step's start. The rank
+// goes on joining the collectives, the agreement at micro-batch 0 ends the step on both ranks,
+// no hang, and the next run is correct.
+TEST(Overlap, AFailedBucketOrPartitionAllocationEndsTheStepOnEveryRank) {
+  for (const int fail_from : {0, 1}) {
+    SCOPED_TRACE("failing device allocation " + std::to_string(fail_from));
+    bool armed = true;
+    WrappedBackend be(2, [&](RankBackend& r) -> std::unique_ptr<RankBackend> {
+      if (r.rank() == 1) return std::make_unique<FailingAllocRank>(r, fail_from, 1, armed);
+      return std::make_unique<testing::ForwardingRank>(r);
+    });
+    const CasePlan plan = plan_of("SSSS", {"data-free", "none", "flag", "pre", Lookahead::buckets});
+    std::vector<std::string> outcome(2);
+    be.run([&](RankBackend& r) {
+      StepDriver driver(r, plan);
+      try {
+        driver.run_step(0, false, nullptr);
+        outcome[r.rank()] = "ok";
+      } catch (const PeerFailure&) {
+        outcome[r.rank()] = "peer";
+      } catch (const AccumulationError& e) {
+        outcome[r.rank()] = e.what();
+      }
+    });
+    EXPECT_EQ(outcome[0], "peer");
+    EXPECT_NE(outcome[1].find("planted out of memory on rank 1"), std::string::npos) << outcome[1];
+    armed = false;
+    EXPECT_TRUE(testing::run_two_steps(be, plan).correct);
+  }
+}
+
 // When even the scratch to join a reduce-scatter cannot be allocated, the rank throws at once:
 // the peers waiting in that collective are released with PeerFailure, nothing hangs.
 TEST(Overlap, ARankWithoutScratchThrowsAtOnceAndReleasesThePeers) {
