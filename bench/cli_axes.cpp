@@ -14,6 +14,14 @@
 namespace shardaccum {
 namespace {
 
+/// A CliError when the value just parsed (the last of `values`, spelled `spelling`) is an
+/// earlier one: 4 and 04 are one K (split_list sees two spellings).
+void reject_repeat(const std::vector<int>& values, const std::string& spelling, const char* flag) {
+  if (std::count(values.begin(), values.end(), values.back()) > 1)
+    throw CliError(std::string(flag) + " '" + spelling + "' is given twice (as " +
+                   std::to_string(values.back()) + "): give each value once");
+}
+
 std::string joined(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
@@ -73,9 +81,12 @@ std::vector<int> world_sizes(const BenchOptions& o, int default_world, int max_w
     return out;
   }
   std::vector<std::string> skipped;
+  std::vector<int> seen;  // 2 and 02 are one world size (split_list sees two spellings)
   for (const auto& w : given) {
     const int n =
         static_cast<int>(parse_int_flag(w, "--world-size", 1, INT_MAX, "at least 1 rank"));
+    seen.push_back(n);
+    reject_repeat(seen, w, "--world-size");
     if (n <= max_world) {
       out.push_back(n);
       continue;
@@ -162,10 +173,12 @@ std::vector<int> parse_k_list(const std::vector<std::string>& values) {
                    std::to_string(kMaxMicroBatches) +
                    " micro-batches per step); give a comma-separated list such as --k 2,4,8");
   std::vector<int> ks;
-  for (const auto& k : given)
+  for (const auto& k : given) {
     ks.push_back(static_cast<int>(
         parse_int_flag(k, "--k", 1, kMaxMicroBatches,
                        "1.." + std::to_string(kMaxMicroBatches) + " micro-batches")));
+    reject_repeat(ks, k, "--k");
+  }
   return ks;
 }
 

@@ -30,6 +30,9 @@ _STANDARD_FIELDS = frozenset({
 _CASE_FIELDS = frozenset({"k", "world_size"})
 _TIME_UNIT_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 _HOW_TO_MAKE = "shardaccum_bench --benchmark_out=FILE --benchmark_out_format=json"
+# A label's "host threads N (the rank's share)" (bench/case_matrix.cpp host_threads_setting since
+# 2026-12-06): --host-threads 0 on a machine whose share is N.
+RANK_SHARE = re.compile(r"^host threads \d+ \(the rank's share\)$")
 
 
 @dataclass
@@ -152,9 +155,11 @@ class Case:
         """What the case ran under that its name leaves out when defaulted, from the label: its
         'lookahead V', 'device add grid G' and (offload cpu-add-pageable) 'host threads N' segments
         (bench/bench_cases.cpp), '; '-joined, e.g. 'lookahead unbounded; device add grid torch'; ''
-        when no repetition's label has them."""
+        when no repetition's label has them. 'host threads N (the rank's share)' reads as 'host threads
+        rank's share', as labels said before 2026-12-06: the setting is --host-threads 0 whatever the
+        machine's share (which the context's host_add_threads gives)."""
         for r in self.ok_repetitions:
-            parts = [p.strip() for p in r.label.split(";")]
+            parts = [RANK_SHARE.sub("host threads rank's share", p.strip()) for p in r.label.split(";")]
             found = [p for p in parts if p.startswith(("lookahead ", "device add grid ", "host threads "))]
             if found:
                 return "; ".join(found)

@@ -96,6 +96,8 @@ const std::vector<Row> kRows = {
     {"ModelThenFlag", "--model --steps 2", 2, {"--model needs a value", "--steps"}},
     {"TraceThenFlag", "--trace --steps 2", 2, {"--trace needs a value", "--steps"}},
     {"LookaheadTwice", "--lookahead buckets,buckets", 2, {"--lookahead 'buckets'", "given twice"}},
+    {"KTwoSpellings", "--k 4,04", 2, {"--k '04' is given twice (as 4)"}},
+    {"WorldTwoSpellings", "--world-size 2,02", 2, {"--world-size '02' is given twice (as 2)"}},
     {"ModelTwiceInTwoFlags",
      "--model uniform:2x4 --model uniform:2x4",
      2,

@@ -277,3 +277,17 @@ def test_the_cpu_adds_threads_of_a_label_are_among_the_unnamed_settings(tmp_path
     assert ("lookahead 1; device add grid torch; host threads 1 (torchrun) → "
             "lookahead 1; device add grid torch; host threads rank's share") in note
     assert "--host-threads" in note
+
+
+def test_the_rank_share_with_or_without_its_number_is_one_setting(tmp_path):
+    # Labels before 2026-12-06 said "host threads rank's share"; since then the number of the machine's
+    # share is given. Both are --host-threads 0: no note, whatever the two machines' shares.
+    old = "correct; lookahead 1; device add grid torch; host threads rank's share; bound by host memory"
+    for new in ("correct; lookahead 1; device add grid torch; host threads 16 (the rank's share); bound by host memory",
+                "correct; lookahead 1; device add grid torch; host threads 2 (the rank's share); bound by host memory"):
+        assert _settings_note(_labelled(tmp_path, old, new)) is None
+    # torchrun's 1 thread is still another setting than the rank's share of 1
+    note = _settings_note(_labelled(
+        tmp_path, "correct; lookahead 1; device add grid torch; host threads 1 (torchrun); bound by host memory",
+        "correct; lookahead 1; device add grid torch; host threads 1 (the rank's share); bound by host memory"))
+    assert note is not None and "host threads 1 (torchrun) →" in note
