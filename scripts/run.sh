@@ -26,7 +26,7 @@ The main job of shardaccum, the first command to run on a fresh machine:
      the preset named after its system (--no-real skips them; without torch it says so and goes on),
   4. writes the Google Benchmark JSON to reports/NAME/run.json, a Perfetto/Chrome trace to
      reports/NAME/trace.json (shardaccum_bench --trace, kept to the first measured step of every
-     case on every rank: about 8 MB for the default host matrix), and the report
+     case on every rank: about 9 MB for the default host matrix), and the report
      made from them by scripts/report.py to reports/NAME/README.md (with PNG plots, among them a
      timeline of one step per case drawn from the trace), and prints the report's path.
      All of it is written in a new folder, reports/.NAME.partial.PID/, which replaces
