@@ -190,6 +190,22 @@ def test_accumulation_cost_is_against_the_same_binding_and_mode_without_offload_
     assert cost.cost_ms == 15.0 and cost.low is None and not cost.tie
 
 
+def test_the_accumulation_cost_legend_has_the_drawn_offloads_and_a_second_label_follows_the_first(tmp_path, captured):
+    # copy/flag has no baseline (no none/flag on nnnS) and is WRONG: two texts on its row, the second
+    # placed after the first's drawn extent (an annotation anchored to it), and copy is no colour drawn.
+    cases = _cases(tmp_path, _entry(s="nnnS", o="none", m="shape", step=10.0),
+                   _entry(s="SSSS", o="cpu-add", m="shape", step=25.0),
+                   _entry(s="SSSS", o="copy", m="flag", step=12.0, correct=0))
+    accum_cost.plot_accum_cost(cases, Path("unused.png"), "t", "host wall-clock")
+    fig = captured["accum_cost"][0]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "offload cpu-add" in legend and "offload copy" not in legend and "offload none" not in legend
+    texts = {t.get_text(): t for t in _texts(fig)}
+    assert accum_cost.NO_BASELINE in texts and "WRONG" in texts
+    wrong = texts["WRONG"]
+    assert getattr(wrong, "xycoords", None) is texts[accum_cost.NO_BASELINE]
+
+
 # --- Memory: one bar a case, mismatches marked -----------------------------------------------------------
 
 def test_the_memory_plot_marks_exactly_the_mismatched_cases(tmp_path, captured):

@@ -15,13 +15,15 @@ from ..spread import AccumCost, accumulation_costs
 from .style import NEUTRAL, TIE, WRONG, new_figure, save, strategy_color, strategy_legend, styled
 
 TIE_LABEL = "tie"  # the text a tied bar carries (tests look for it)
+# A case whose strategy with offload none on n^(K-1)S is not among the cases (spread.baseline_key).
+NO_BASELINE = "no baseline in this run"
 
 
 def bar_labels(cost: AccumCost | None, case: Case) -> list[tuple[str, str]]:
     """The texts beside a case's bar, with their colours: 'baseline', 'tie', 'WRONG', 'no baseline'."""
     labels = []
     if cost is None:
-        labels.append(("no baseline" if case.error is None else "error", NEUTRAL))
+        labels.append((NO_BASELINE if case.error is None else "error", NEUTRAL))
     elif cost.is_baseline:
         labels.append(("baseline (0 by definition)", NEUTRAL))
     elif cost.tie:
@@ -60,10 +62,14 @@ def plot_accum_cost(cases: list[Case], path: Path, title: str, time_label: str) 
                     ax.errorbar(cost.cost_ms, y, xerr=[[cost.cost_ms - cost.low], [cost.high - cost.cost_ms]],
                                 fmt="none", ecolor="black", elinewidth=1, capsize=2.5)
             right = max(0.0, cost.cost_ms, cost.high or 0.0) if cost is not None else 0.0
+            previous = None  # each further text placed after the previous one's drawn extent
             for text, color in bar_labels(cost, c):
-                ax.text(right + span * 0.02, y, text, va="center", ha="left", fontsize=7.5, color=color,
-                        fontweight="bold")
-                right += span * (0.04 + 0.018 * len(text))
+                style = dict(va="center", ha="left", fontsize=7.5, color=color, fontweight="bold")
+                if previous is None:
+                    previous = ax.text(right + span * 0.02, y, text, **style)
+                else:
+                    previous = ax.annotate(text, xy=(1, 0.5), xycoords=previous, xytext=(4, 0),
+                                           textcoords="offset points", **style)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_title(registry_of(cases).schedule_display(schedule))
         ax.set_xlabel("accumulation cost (ms per step)")
@@ -71,12 +77,15 @@ def plot_accum_cost(cases: list[Case], path: Path, title: str, time_label: str) 
     axes[0].set_yticks(range(len(strategies)), [s.display for s in strategies])
     axes[0].set_ylim(len(strategies) - 0.5, -0.5)
     axes[0].set_xlim(lo - span * 0.05, hi + span * 0.4)
-    handles = strategy_legend(strategies)[:len({s.offload for s in strategies})]
+    # the offloads of the bars drawn: one whose every case lacks a baseline has no colour to explain
+    drawn = {f"offload {c.key.strategy.offload}" for c in cases
+             if (v := costs.get(c.key)) is not None and not v.is_baseline}
+    handles = [h for h in strategy_legend(strategies) if h.get_label() in drawn]
     handles += [Line2D([], [], color="black", marker="|", linestyle="-", label="range the spreads allow"),
                 Patch(facecolor="white", edgecolor=TIE, hatch="///", label="tie: the range holds 0 (no cost claimed)"),
                 Patch(facecolor="white", edgecolor=WRONG, linewidth=1.2, label="WRONG result")]
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4))
     k = max((c.key.k for c in cases), default=1)
-    fig.suptitle(f"Accumulation cost — {title}\nstep − step of the same binding/mode with offload none on "
+    fig.suptitle(f"Accumulation cost — {title}\nstep − step of the same strategy with offload none on "
                  f"{'n' * (k - 1)}S ({time_label})")
     return save(fig, path)
