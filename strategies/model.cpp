@@ -145,9 +145,8 @@ Prediction predict(const CasePlan& plan, int world_size, int host_task_depth) {
         uint64_t input = padded * bg;  // what the reduce-scatter reads, held until it is waited for
         if (interleaved) {
           input = padded * br;  // a view of the flush's interleave, freed with it
-        } else if (copy_in) {   // the previous input dropped (lookahead 1), this one filled, the
-                                // gradient
-                                // freed
+        } else if (copy_in) {
+          // the previous input dropped (lookahead 1), this one filled, the gradient freed
           if (ahead == Lookahead::one) retire(0);
           input = padded * br;
           dev += input;

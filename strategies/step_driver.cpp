@@ -243,7 +243,7 @@ void StepDriver::sync_in_bucket(UnitGrad& u, int mb) {
       nvtx::PhaseRange r(Phase::accumulate, u.grad.bytes(), be_.rank());
       be_.wait(Stream::comm, be_.record(Stream::compute));
       Buffer dst = bucket_buffer_.view(*slot, u.padded);
-      copy_or_convert(dst, u.grad);
+      copy_or_convert(be_, dst, u.grad, Stream::comm);
       u.grad.reset();
     } catch (const std::exception& e) {
       pending_error_ = e.what();
@@ -257,13 +257,6 @@ bool StepDriver::writes_into_interleave(const UnitGrad& u) const {
   // An offload that keeps its output past the flush (copy-fsdp1's G3) gets its own: a view of
   // the interleave would outlive it.
   return strategy_.offload().kept_bytes(u.shard, plan_.dtypes) == 0;
-}
-
-void StepDriver::copy_or_convert(Buffer& dst, const Buffer& src) {
-  if (dst.dtype() == src.dtype())
-    be_.copy(dst, src, Stream::comm);
-  else
-    be_.convert(dst, src, Stream::comm);
 }
 
 void StepDriver::flush_bucket(int mb) {
@@ -286,9 +279,9 @@ void StepDriver::flush_bucket(int mb) {
       for (const auto& e : bucket) {
         Buffer dst = cat.view(off, e.unit->padded);
         if (e.slot)
-          copy_or_convert(dst, bucket_buffer_.view(*e.slot, e.unit->padded));
+          copy_or_convert(be_, dst, bucket_buffer_.view(*e.slot, e.unit->padded), Stream::comm);
         else
-          copy_or_convert(dst, e.unit->grad);
+          copy_or_convert(be_, dst, e.unit->grad, Stream::comm);
         off += e.unit->padded;
       }
     } catch (const std::exception& e) {

@@ -50,8 +50,6 @@ class StepDriver {
   /// True when u's reduce-scatter from a flush's interleave writes in place into it (DeepSpeed's
   /// reduce_scatter_coalesced), false when the offload keeps the output past the flush.
   bool writes_into_interleave(const UnitGrad& u) const;
-  /// dst = src on the comm stream, converted when their dtypes differ.
-  void copy_or_convert(Buffer& dst, const Buffer& src);
   /// A sync without a reduce-scatter (CopyIn::in_place: FSDP1's NO_SHARD at world size 1): the
   /// division's passes on the gradient itself, then, with offload, the gradient goes where a
   /// reduce-scatter's output would; without, it stays (cast to the accum dtype, as FSDP1's

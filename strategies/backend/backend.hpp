@@ -189,6 +189,15 @@ class RankBackend : public BufferOwner {
   }
 };
 
+/// dst = src on stream `s`: a copy when their dtypes agree, else a convert (same numel, both on
+/// the device). The bucket copy, the interleave and the partition's first S (ZeRO-3).
+inline void copy_or_convert(RankBackend& be, Buffer& dst, const Buffer& src, Stream s) {
+  if (dst.dtype() == src.dtype())
+    be.copy(dst, src, s);
+  else
+    be.convert(dst, src, s);
+}
+
 /// The world: one RankBackend per rank and a way to run work on all ranks at once.
 class Backend {
  public:

@@ -12,10 +12,7 @@ void OffloadPolicy::start_saved(RankBackend& be, UnitGrad& u, Buffer out, DType 
   if (!offloaded() && u.partition) {
     // ZeRO-3's gradient partition buffer (UnitGrad::partition): the output copied (converted)
     // into it on the comm stream, then freed (stage3.py partition_grads' grad_buffer.copy_).
-    if (out.dtype() == u.partition.dtype())
-      be.copy(u.partition, out, Stream::comm);
-    else
-      be.convert(u.partition, out, Stream::comm);
+    copy_or_convert(be, u.partition, out, Stream::comm);
     u.saved = std::move(u.partition);
     return;
   }
