@@ -65,6 +65,7 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
                                    : "WRONG max_rel_err=" + std::to_string(verdict.max_rel_err())) +
                 "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()) +
                 "; device add grid " + device_add_grid_name(spec.effective_device_add_grid()) +
+                "; comm priority " + comm_priority_name(spec.effective_comm_priority()) +
                 (threads.empty() ? "" : "; " + threads) + "; bound by " + bound_by);
     ok = true;
   } catch (const std::exception& e) {

@@ -25,7 +25,8 @@ std::string CaseSpec::name() const {
          (autograd_accumulation ? "/grad-accumulation:autograd" : "") +
          (device_add_grid
               ? std::string("/device-add-grid:") + device_add_grid_name(*device_add_grid)
-              : "");
+              : "") +
+         (comm_priority ? std::string("/comm-priority:") + comm_priority_name(*comm_priority) : "");
 }
 
 DeviceAddGrid CaseSpec::effective_device_add_grid() const {
@@ -35,6 +36,15 @@ DeviceAddGrid CaseSpec::effective_device_add_grid() const {
 DeviceAddGrid default_device_add_grid(const StrategySpec& st) {
   const PresetInfo* p = PresetRegistry::get().of(st);
   return p ? p->device_add_grid : DeviceAddGrid::two_per_sm;
+}
+
+CommPriority CaseSpec::effective_comm_priority() const {
+  return comm_priority ? *comm_priority : default_comm_priority(strategy);
+}
+
+CommPriority default_comm_priority(const StrategySpec& st) {
+  const PresetInfo* p = PresetRegistry::get().of(st);
+  return p ? p->comm_priority : CommPriority::greatest;
 }
 
 int CaseSpec::effective_host_threads() const {
@@ -78,7 +88,8 @@ CasePlan CaseSpec::plan() const {
                   effective_host_threads(),
                   param_traffic,
                   autograd_accumulation,
-                  effective_device_add_grid()};
+                  effective_device_add_grid(),
+                  effective_comm_priority()};
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -94,7 +105,7 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
             cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
                              a.chunk_bytes, a.host_threads,
                              a.param_traffic && param_traffic_applies(st, w),
-                             a.autograd_accumulation, a.device_add_grid});
+                             a.autograd_accumulation, a.device_add_grid, a.comm_priority});
         }
   return cases;
 }

@@ -34,6 +34,8 @@ struct MatrixAxes {
   /// --device-add-grid torch or two-per-sm; nullopt (auto): each strategy's
   /// default_device_add_grid.
   std::optional<DeviceAddGrid> device_add_grid;
+  /// --comm-priority greatest or default; nullopt (auto): each strategy's default_comm_priority.
+  std::optional<CommPriority> comm_priority;
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -60,16 +62,21 @@ struct CaseSpec {
   bool autograd_accumulation = false;
   /// --device-add-grid as given; nullopt (auto): default_device_add_grid(strategy).
   std::optional<DeviceAddGrid> device_add_grid;
+  /// --comm-priority as given; nullopt (auto): default_comm_priority(strategy).
+  std::optional<CommPriority> comm_priority;
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
   /// were), then `/param-traffic:on` with param_traffic only (names without it stay as they were),
   /// then `/grad-accumulation:autograd` with autograd_accumulation only, then
   /// `/device-add-grid:G` when --device-add-grid named G (left out under auto, as the lookahead at
-  /// its default: the case's label says which grid it ran).
+  /// its default: the case's label says which grid it ran), then `/comm-priority:P` when
+  /// --comm-priority named P (likewise).
   std::string name() const;
   /// device_add_grid as given, else default_device_add_grid(strategy).
   DeviceAddGrid effective_device_add_grid() const;
+  /// comm_priority as given, else default_comm_priority(strategy).
+  CommPriority effective_comm_priority() const;
   /// host_threads as given, else default_host_threads(strategy, world_size).
   int effective_host_threads() const;
   /// The label's segment for the CPU add's threads when the offload takes --host-threads
@@ -78,7 +85,7 @@ struct CaseSpec {
   /// (Backend::host_add_threads) or "host threads rank's share" where that is 0; "" for every
   /// other offload.
   std::string host_threads_setting(int share = 0) const;
-  /// The plan, its device_add_grid the effective one.
+  /// The plan, its device_add_grid and comm_priority the effective ones.
   CasePlan plan() const;
 };
 
@@ -86,6 +93,11 @@ struct CaseSpec {
 /// (PresetRegistry::of; PresetInfo::device_add_grid: torch for the real systems, whose adds are
 /// PyTorch's), else DeviceAddGrid::two_per_sm (the suite's idealised strategies, `ideal` too).
 DeviceAddGrid default_device_add_grid(const StrategySpec& st);
+
+/// --comm-priority auto's choice for `st`: the comm stream priority of the preset whose
+/// combination `st` is (PresetRegistry::of; PresetInfo::comm_priority: 0 for FSDP1, FairScale and
+/// DeepSpeed), else CommPriority::greatest (the suite's idealised strategies, as FSDP2's).
+CommPriority default_comm_priority(const StrategySpec& st);
 
 /// --host-threads auto's choice for `st` at `ranks_per_node` ranks on one node: 1 for the
 /// combination (PresetRegistry::of: any copy-in and lookahead) of a preset launched by torchrun

@@ -314,6 +314,18 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
          "unchanged; the label says which). torch or two-per-sm named adds "
          "/device-add-grid:G. The host backend records it and runs its adds as before")
       ->capture_default_str();
+  app.add_option(
+         "--comm-priority", o.comm_priority,
+         "The CUDA priority of the stream the reduce-scatters run on (and, by strategy, the "
+         "bucket copies, divisions and offload copies with them), one value. greatest: the "
+         "device's greatest, as FSDP2's reduce-scatter stream (priority -1): its kernels are "
+         "dispatched before the backward's queued blocks. default: priority 0, as FSDP1's "
+         "post-backward stream, FairScale's and DeepSpeed ZeRO-3's reduce_and_partition_stream. "
+         "auto: default for every strategy with the binding, offload, mode and division of "
+         "fsdp1, fairscale or zero3, greatest otherwise, fsdp2 and ideal included (case name "
+         "unchanged; the label says which). greatest or default named adds /comm-priority:P. "
+         "The host backend records it and runs as before")
+      ->capture_default_str();
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
                  "(slows NCCL "
@@ -418,6 +430,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       o.device_add_grid != "two-per-sm")
     throw CliError("--device-add-grid '" + brief(o.device_add_grid) +
                    "': expected auto, torch or two-per-sm");
+  if (o.comm_priority != "auto" && o.comm_priority != "greatest" && o.comm_priority != "default")
+    throw CliError("--comm-priority '" + brief(o.comm_priority) +
+                   "': expected auto, greatest or default");
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + brief(o.cupti) + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

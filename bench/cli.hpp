@@ -43,6 +43,8 @@ struct BenchOptions {
   std::string grad_accumulation = "in-place";
   /// --device-add-grid: "auto", "torch" or "two-per-sm" (CasePlan::device_add_grid).
   std::string device_add_grid = "auto";
+  /// --comm-priority: "auto", "greatest" or "default" (CasePlan::comm_priority).
+  std::string comm_priority = "auto";
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit

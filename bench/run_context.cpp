@@ -94,6 +94,7 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("param_traffic", opts.param_traffic);  // param_traffic_applies
   benchmark::AddCustomContext("grad_accumulation", opts.grad_accumulation);
   benchmark::AddCustomContext("device_add_grid", opts.device_add_grid);
+  benchmark::AddCustomContext("comm_priority", opts.comm_priority);
   benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
   benchmark::AddCustomContext("matrix_cases", std::to_string(s.matrix_cases));
 }

@@ -262,7 +262,8 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # FSDP2's with --param-traffic on (its unsharded parameters; FSDP1's NO_SHARD at world 1 has none);
     # every case accumulates as autograd does (--grad-accumulation autograd), as the real systems do, and
     # adds on the device with PyTorch's full grid (the presets' default; --device-add-grid torch for the
-    # no-offload runs, whose axis values are no preset's).
+    # no-offload runs, whose axis values are no preset's), on the comm stream at their systems' priority
+    # (the presets' default; --comm-priority default for FSDP1's and ZeRO-3's no-offload runs).
     step "validation, suite: fsdp2 and fsdp1 presets (param traffic on) and their no-offload strategies"
     D=${VALID_DIR:-reports/h200-validation}
     mkdir -p "$D"
@@ -284,15 +285,18 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
         fsdp2) sel=(--preset fsdp2 --param-traffic on) ;;
         fsdp1) sel=(--preset fsdp1 --param-traffic on) ;;
         fsdp2-none) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid torch) ;;
-        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded --device-add-grid torch) ;;
+        fsdp1-none) sel=(--binding data-free --offload none --mode shape --division pre-post --copy-in no-shard --lookahead unbounded --device-add-grid torch --comm-priority default) ;;
         # ZeRO-3 with offload_optimizer alone keeps its parameters on the GPU: no --param-traffic.
         # Its matrix leaves nSnS and SnSS out, as DeepSpeed cannot run them (docs/PRESETS.md Z7).
         zero3) sel=(--preset zero3) ;;
-        zero3-none) sel=(--binding data-free --offload none --mode flag --division pre --lookahead buckets --device-add-grid torch); sched=SSSS,nnnS ;;
+        zero3-none) sel=(--binding data-free --offload none --mode flag --division pre --lookahead buckets --device-add-grid torch --comm-priority default); sched=SSSS,nnnS ;;
+        # zero3-none at the suite's greatest priority (FSDP2's): beside zero3-none, what DeepSpeed's
+        # priority-0 stream changes (docs/PRESETS.md Z1); the report pairs the real cases with the default ones.
+        zero3-none-greatest) sel=(--binding data-free --offload none --mode flag --division pre --lookahead buckets --device-add-grid torch --comm-priority greatest); sched=SSSS,nnnS ;;
         # fsdp2-none on the suite's idealised add: beside fsdp2-none, what PyTorch's full-grid `+=`
         # costs (docs/PRESETS.md A4); the report pairs the real cases with the torch ones.
         fsdp2-none-two-per-sm) sel=(--binding data-free --offload none --mode flag --division collective --copy-in chunk-cat --lookahead 1 --param-traffic on --device-add-grid two-per-sm) ;;
-        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none fsdp2-none-two-per-sm zero3 zero3-none)"; continue ;;
+        *) echo "validsuite: unknown run '$run' in VALID_SUITE_RUNS (fsdp2 fsdp1 fsdp2-none fsdp1-none fsdp2-none-two-per-sm zero3 zero3-none zero3-none-greatest)"; continue ;;
       esac
       name=suite-$run${tag:+-$tag}
       # VALID_TRACE=1: each run's built-in trace of its first measured step (--cupti kernels: every

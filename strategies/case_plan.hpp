@@ -6,6 +6,7 @@
 #include "common/dtype.hpp"
 #include "common/gradient_gen.hpp"
 #include "common/layout.hpp"
+#include "strategies/backend/comm_priority.hpp"
 #include "strategies/backend/device_add_grid.hpp"
 #include "strategies/reduce_buckets.hpp"
 #include "strategies/schedule.hpp"
@@ -46,6 +47,10 @@ struct CasePlan {
   /// `torch` for a real system's strategy, every SM as PyTorch's `+=`; `two_per_sm`, the suite's
   /// idealised add (CaseSpec::plan resolves --device-add-grid auto).
   DeviceAddGrid device_add_grid = DeviceAddGrid::two_per_sm;
+  /// The comm stream's priority for the case (RankBackend::set_comm_priority, set by StepDriver):
+  /// `normal` (0) for FSDP1's, FairScale's and DeepSpeed's strategies, `greatest` for FSDP2's and
+  /// the idealised ones (CaseSpec::plan resolves --comm-priority auto).
+  CommPriority comm_priority = CommPriority::greatest;
   /// Lookahead::buckets' bucket in elements: DeepSpeed's reduce_bucket_size default (5e8,
   /// deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.reduce_bucket_size, 0.19.8); tests set
   /// less to see buckets flushed within a micro-batch.

@@ -85,6 +85,7 @@ json registry_json() {
                          {"division", p.spec.division}}},
                        {"lookahead", lookahead_name(p.lookahead)},
                        {"device_add_grid", device_add_grid_name(p.device_add_grid)},
+                       {"comm_priority", comm_priority_name(p.comm_priority)},
                        // Beside the four axes, as in case names: `/copy-in:C` unless the default.
                        {"copy_in", p.spec.copy_in}});
   return {
@@ -111,6 +112,14 @@ json registry_json() {
         {"default_rule",
          "auto: the device_add_grid of the preset whose axis values the strategy has, else "
          "two-per-sm"},
+        {"named", "when_given"}}},
+      {"comm_priority",
+       {{"flag", "--comm-priority"},
+        {"values", {"auto", "greatest", "default"}},
+        {"default", "auto"},
+        {"default_rule",
+         "auto: the comm_priority of the preset whose axis values the strategy has, else "
+         "greatest"},
         {"named", "when_given"}}},
       // Beside the four strategy axes, not among them: like the lookahead, a case-name part
       // (copy-in:V, left out at the default) that report tools read as one more grouping axis.

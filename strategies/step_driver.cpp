@@ -25,6 +25,7 @@ StepDriver::StepDriver(RankBackend& be, const CasePlan& plan)
               copy_in_separate(plan.strategy.copy_in)) {
   // Every case sets its grid: a case never runs on the one before it left.
   be.set_device_add_grid(plan.device_add_grid);
+  be.set_comm_priority(plan.comm_priority);
   const int n = be.world_size();
   units_.resize(plan.layout.units.size());
   for (size_t i = 0; i < units_.size(); ++i) {

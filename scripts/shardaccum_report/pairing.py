@@ -25,6 +25,7 @@ UNPINNED_OFFLOAD = "cpu-pageable"
 PARAM_TRAFFIC = "param-traffic"
 GRAD_ACCUMULATION = "grad-accumulation"
 DEVICE_ADD_GRID = "device-add-grid"
+COMM_PRIORITY = "comm-priority"
 
 
 @dataclass
@@ -70,14 +71,15 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
 
 def normalised(key: CaseKey) -> CaseKey:
     """A suite case's key as preset_key builds one from a real case, so that the two compare equal:
-    the name parts in one order; `param-traffic`, `grad-accumulation`, `device-add-grid` and
-    `lookahead` dropped (a real system's parameters always move, autograd accumulates its gradients,
-    PyTorch launches its adds on every SM, and its lookahead is its own, the preset's);
+    the name parts in one order; `param-traffic`, `grad-accumulation`, `device-add-grid`,
+    `comm-priority` and `lookahead` dropped (a real system's parameters always move, autograd
+    accumulates its gradients, PyTorch launches its adds on every SM, and its stream priority and
+    lookahead are its own, the preset's);
     `backward:gemm-TN` read as the real runner's `tokens:N` (both are N tokens of GEMMs,
     bench/real/README.md)."""
     extra = []
     for k, v in key.extra:
-        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, DEVICE_ADD_GRID, "lookahead"):
+        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, DEVICE_ADD_GRID, COMM_PRIORITY, "lookahead"):
             continue
         if k == "backward" and v.startswith("gemm-T"):
             k, v = "tokens", v[len("gemm-T"):]
@@ -85,18 +87,38 @@ def normalised(key: CaseKey) -> CaseKey:
     return replace(key, extra=tuple(sorted(extra)))
 
 
+def system_priority(key: CaseKey, registry: Registry) -> str | None:
+    """The comm stream priority ("greatest", "default") of the preset a suite case follows: the one
+    with its binding, offload, mode and division, or with them but for an offload that does not
+    offload (the preset's case without offload, as preset_key pairs one); None when no preset is, or
+    the registry predates the priority."""
+    s = key.strategy
+    axes = {"binding": s.binding, "offload": s.offload, "mode": s.mode, "division": s.division}
+    none = no_offload_value(registry)
+    for p in registry.presets:
+        own = dict(p.axes)
+        if all(axes[a] == v for a, v in own.items() if a != "offload") and \
+                axes["offload"] in (own.get("offload"), none):
+            return p.comm_priority
+    return None
+
+
 def suite_index(suite: Run) -> dict[CaseKey, Case]:
     """The suite's cases by normalised key; where one case ran in several of these ways, the one with
     parameter traffic, then with autograd's accumulation, then with PyTorch's device add grid (what a
     real system does: its parameters always move under offload, autograd adds each fresh gradient,
     and PyTorch's `+=` takes every SM). Of the grids, `device-add-grid:torch` before no segment
-    (--device-add-grid auto: torch for a preset's own combination) before `two-per-sm`."""
+    (--device-add-grid auto: torch for a preset's own combination) before `two-per-sm`; then a
+    `comm-priority:P` naming the priority of the system the case follows (system_priority) before no
+    segment before another priority."""
     grid_rank = {"torch": 2, None: 1, "two-per-sm": 0}
 
-    def realism(case: Case) -> tuple[bool, bool, int]:
+    def realism(case: Case) -> tuple[bool, bool, int, int]:
         extra = dict(case.key.extra)
+        named = extra.get(COMM_PRIORITY)
+        priority = 1 if named is None else 2 if named == system_priority(case.key, suite.registry) else 0
         return (extra.get(PARAM_TRAFFIC) == "on", extra.get(GRAD_ACCUMULATION) == "autograd",
-                grid_rank.get(extra.get(DEVICE_ADD_GRID), 0))
+                grid_rank.get(extra.get(DEVICE_ADD_GRID), 0), priority)
 
     index: dict[CaseKey, Case] = {}
     for case in suite.cases:

@@ -95,6 +95,8 @@ class Preset:
     copy_in: str = "none"  # what its reduce-scatter reads (the name's /copy-in:C); "none" in older ones
     # How its device adds launch under --device-add-grid auto ("torch", "two-per-sm"); None in older ones
     device_add_grid: str | None = None
+    # Its comm stream's priority under --comm-priority auto ("greatest", "default"); None in older ones
+    comm_priority: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,9 +201,12 @@ class Registry:
             grid = p.get("device_add_grid")
             if grid is not None and not isinstance(grid, str):
                 raise ValueError(f"registry: {where}.device_add_grid = {json.dumps(grid)} is not a string")
+            priority = p.get("comm_priority")
+            if priority is not None and not isinstance(priority, str):
+                raise ValueError(f"registry: {where}.comm_priority = {json.dumps(priority)} is not a string")
             presets.append(Preset(_get(p, "name", str, where), _get(p, "description", str, where),
                                   _get(p, "follows", str, where), full,
-                                  lookahead if isinstance(lookahead, str) else None, copy_in, grid))
+                                  lookahead if isinstance(lookahead, str) else None, copy_in, grid, priority))
         schedules = tuple(_schedule(s, i) for i, s in enumerate(_get(obj, "canonical_schedules", list, "registry")))
         dtypes = _strings(obj, "dtypes", "registry")
         default_dtype = _get(obj, "default_dtype", str, "registry")

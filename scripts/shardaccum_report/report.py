@@ -441,6 +441,23 @@ def _device_add_grid_text(run: Run) -> str | None:
             "each case's label says which, and a name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
 
 
+def _comm_priority_text(run: Run) -> str | None:
+    """The comm stream's priority the run gave (the context's comm_priority, bench/cli.cpp
+    --comm-priority), or None for a run from before the flag."""
+    given = sorted({f.context.get("comm_priority") for f in run.files} - {None})
+    if not given:
+        return None
+    if given != ["auto"]:
+        return (f"The comm stream at priority `{'`, `'.join(given)}` (`--comm-priority`), whatever the strategy; a "
+                "case name ending `/comm-priority:P` says its own.")
+    normal = [p.name for p in run.registry.presets if p.comm_priority == "default"]
+    return ("The comm stream (`--comm-priority auto`): at CUDA's default priority 0 for the strategies with the "
+            f"binding, offload, mode and division of {', '.join(normal) or 'no preset'} (their systems' "
+            "reduce-scatter streams are `torch.cuda.Stream()`), at the device's greatest for every other strategy "
+            "(FSDP2's reduce-scatter stream, and the suite's: no collective queues behind a backward kernel); each "
+            "case's label says which, and a name ending `/comm-priority:P` ran P (docs/DESIGN.md §2).")
+
+
 _REPOSITORY = Path(__file__).resolve().parents[2]
 
 
@@ -458,6 +475,9 @@ def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> st
     grid = _device_add_grid_text(run)
     if grid:
         out.append(f"- {grid}")
+    priority = _comm_priority_text(run)
+    if priority:
+        out.append(f"- {priority}")
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused + (real.notes if real else [])]
     inputs = " ".join(f.path for f in run.files + (real.files if real else []))
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)

@@ -27,6 +27,7 @@
 #include "common/shard_check.hpp"
 #include "common/step_metrics.hpp"
 #include "common/streams.hpp"
+#include "strategies/backend/comm_priority.hpp"
 #include "strategies/backend/device_add_grid.hpp"
 #include "strategies/backend/host_split.hpp"
 
@@ -123,6 +124,11 @@ class RankBackend : public BufferOwner {
   /// as PyTorch's elementwise kernels. Set per case by StepDriver (CasePlan::device_add_grid). A
   /// backend without a device ignores it.
   virtual void set_device_add_grid(DeviceAddGrid grid) { (void)grid; }
+  /// The CUDA priority of the comm stream from now on (comm_priority.hpp): CommPriority::greatest,
+  /// as before any call, or CommPriority::normal (0). Set per case by StepDriver
+  /// (CasePlan::comm_priority), outside a step; the cuda backend waits for the comm stream's work
+  /// before it changes streams. A backend without a device ignores it.
+  virtual void set_comm_priority(CommPriority p) { (void)p; }
   /// dst = src converted to dst's dtype, both on the device (not a counted copy).
   virtual void convert(Buffer& dst, const Buffer& src, Stream s) = 0;
   /// dst *= factor in dst's space (the division axis: finalize phase). Counted in

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "common/errors.hpp"
 #include "strategies/backend/cuda_util.hpp"
@@ -29,6 +30,7 @@ CudaRank::CudaRank(CudaWorld& world, int rank, int device)
       streams_{UniqueStream(0), UniqueStream(greatest_priority()), UniqueStream(0),
                UniqueStream(0)},
       aux_(0),
+      comm_other_(0),
       pool_(device),
       arena_(world.options().pinned_pool_bytes) {
   pinned_capacity_ = arena_.capacity();
@@ -74,6 +76,17 @@ CudaRank::~CudaRank() {
 }
 
 int CudaRank::world_size() const { return world_.world_size(); }
+
+void CudaRank::set_comm_priority(CommPriority p) {
+  if (p == comm_priority_) return;
+  if (in_step_) throw BackendError(who("set_comm_priority") + " inside a step");
+  set_device(device_);
+  // What the comm stream has queued finishes before another stream takes its place: work issued
+  // later orders itself by the stream, and would not wait for the old one's.
+  SA_CUDA_CHECK(cudaStreamSynchronize(stream(Stream::comm)));
+  std::swap(streams_[static_cast<int>(Stream::comm)], comm_other_);
+  comm_priority_ = p;
+}
 
 WaitPolicy CudaRank::policy() const { return world_.policy(); }
 

@@ -76,6 +76,9 @@ class CudaRank final : public RankBackend {
   void set_cpu_add_threads(int threads) override { add_threads_ = threads; }
   void set_cpu_add_split(CpuAddSplit split) override { add_split_ = split; }
   void set_device_add_grid(DeviceAddGrid grid) override { add_grid_ = grid; }
+  /// Swaps the comm stream for the one of priority `p` (two are made at start), after the comm
+  /// stream's work so far has finished. Throws BackendError inside a step.
+  void set_comm_priority(CommPriority p) override;
   void copy(Buffer& dst, const Buffer& src, Stream s) override;
   /// As copy, counted in param_h2d_bytes (H2D) or param_d2d_bytes (device to device, the
   /// backward phase) (--param-traffic on); into the device only.
@@ -259,6 +262,9 @@ class CudaRank final : public RankBackend {
   int rank_, device_;
   UniqueStream streams_[4];  // compute, comm, copy, h2d (kStreamCount)
   UniqueStream aux_;         // oracle work: not in the step
+  /// The comm stream of the other priority (set_comm_priority swaps it with streams_[comm]).
+  UniqueStream comm_other_;
+  CommPriority comm_priority_ = CommPriority::greatest;  // streams_[comm]'s
   UniqueMemPool pool_;
   UniqueComm comm_;
   uint64_t collectives_ = 0;

@@ -20,6 +20,8 @@ SHARDACCUM_REGISTER_PRESET(
      // FSDP2 FSDPParamGroup.post_backward: the next reduce-scatter waits on the previous
      // reduce_scatter_state event, so one group is in flight while the backward goes on.
      .lookahead = Lookahead::one,
+     // Its reduce-scatter stream at priority -1, the device's greatest (PRESETS F7).
+     .comm_priority = CommPriority::greatest,
      // Launched by torchrun: one intra-op thread per process when a node runs several (F3).
      .torchrun_threads = true})
 

@@ -17,6 +17,8 @@ SHARDACCUM_REGISTER_PRESET(
             // gradient of at most one unit waits, so the memory stays that of fsdp2.
             .lookahead = Lookahead::one,
             // The suite's add, which leaves SMs to the backward beside it: not a PyTorch kernel.
-            .device_add_grid = DeviceAddGrid::two_per_sm})
+            .device_add_grid = DeviceAddGrid::two_per_sm,
+            // The collectives first, as FSDP2: no reduce-scatter queues behind a backward kernel.
+            .comm_priority = CommPriority::greatest})
 
 }  // namespace shardaccum

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strategies/backend/comm_priority.hpp"
 #include "strategies/strategy.hpp"
 
 namespace shardaccum {
@@ -26,6 +27,10 @@ struct PresetInfo {
   /// SM, as PyTorch's `+=` (FSDP1, FSDP2, FairScale and DeepSpeed add with PyTorch's kernels), or
   /// the suite's two blocks per SM for an idealised preset.
   DeviceAddGrid device_add_grid = DeviceAddGrid::torch;
+  /// The priority of the stream its reduce-scatters run on (--comm-priority auto,
+  /// default_comm_priority; comm_priority.hpp gives each system's source): 0 for FSDP1, FairScale
+  /// and DeepSpeed, the device's greatest for FSDP2 and the idealised presets.
+  CommPriority comm_priority = CommPriority::normal;
   /// The system runs under torchrun, which sets OMP_NUM_THREADS=1 when it starts more than one
   /// process on a node (torch/distributed/run.py 849-861, docs/PRESETS.md F3): under
   /// --host-threads auto its CPU add gets 1 intra-op thread when more than one rank shares the

@@ -27,6 +27,7 @@ class ForwardingRank : public RankBackend {
   void set_cpu_add_threads(int n) override { in_.set_cpu_add_threads(n); }
   void set_cpu_add_split(CpuAddSplit s) override { in_.set_cpu_add_split(s); }
   void set_device_add_grid(DeviceAddGrid g) override { in_.set_device_add_grid(g); }
+  void set_comm_priority(CommPriority p) override { in_.set_comm_priority(p); }
   void copy(Buffer& d, const Buffer& s, Stream st) override { in_.copy(d, s, st); }
   void copy_param(Buffer& d, const Buffer& s, Stream st) override { in_.copy_param(d, s, st); }
   void add(Buffer& d, const Buffer& s, MemSpace sp, Stream st) override { in_.add(d, s, sp, st); }

@@ -5,6 +5,7 @@ section; no rows from a host-backend run."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from conftest import write_doc
 from shardaccum_report.loading import load_inputs
 from shardaccum_report.pairing import preset_key
 from shardaccum_report.real import parse_real_name
+from shardaccum_report import registry as registry_module
 from shardaccum_report.registry import Registry
 from shardaccum_report.report import build_report
 from shardaccum_report.validation import ALLOWED_OUTSIDE, rows_of
@@ -272,3 +274,35 @@ def test_deepspeeds_optimizer_partition_joins_the_suites_cases_without_offload(t
         "nnnS/offload:cpu": (-8100, 4600 - (8700 + 4000), True),
         "SSSS/offload:cpu": (-10200, 1800 - (8700 + 4000), True),  # -6.9%; without the partition -32%
     }
+
+
+@pytest.mark.parametrize("fsdp2_priority, want", [("greatest", "/comm-priority:greatest"),
+                                                  ("default", "/comm-priority:default"),
+                                                  (None, None)])
+def test_the_suite_case_at_the_systems_stream_priority_stands_beside_the_real_one(tmp_path, fsdp2_priority, want):
+    """A suite run with the same cases under --comm-priority auto (no segment), default and greatest:
+    the rows are read from the cases at the priority of the system the real case ran (the registry's
+    preset comm_priority), and from the auto ones where the registry does not say (pairing.suite_index,
+    system_priority), never from another priority."""
+    real, suite = _docs(tmp_path)
+    doc = json.loads(suite.read_text())
+    registry = json.loads(Path(registry_module.__file__).with_name("registry.json").read_text(encoding="utf-8"))
+    for p in registry["presets"]:
+        if fsdp2_priority is not None:
+            p["comm_priority"] = fsdp2_priority if p["name"] == "fsdp2" else "default"
+    doc["context"]["registry"] = registry
+
+    def variant(priority, bump):
+        return [dict(b, name=b["name"] + f"/comm-priority:{priority}", run_name=b["name"] + f"/comm-priority:{priority}",
+                     peak_device_bytes=b["peak_device_bytes"] + bump) for b in doc["benchmarks"]]
+
+    doc["benchmarks"] = variant("default", 3) + doc["benchmarks"] + variant("greatest", 7)
+    write_doc(doc, suite)
+    s, r = load_inputs([real, suite])
+    rows, left = rows_of(r, s)
+    assert left == [] and rows
+    for row in rows:
+        if want:
+            assert row.preset_case.endswith(want), row.preset_case
+        else:
+            assert "comm-priority" not in row.preset_case, row.preset_case
