@@ -161,6 +161,24 @@ def section(text: str, heading: str) -> str:
     return "\n".join(lines[start:end])
 
 
+def notes_of(tmp_path: Path, setting: str, value: str | None, preset_value) -> str:
+    """The '## Notes' of a report on the host fixture whose context gives `setting` = `value` (left
+    out when None) and whose registry's presets each carry `setting` = preset_value(name): how a
+    per-system setting's note (--device-add-grid, --comm-priority) reads."""
+    from shardaccum_report.report import build_report
+
+    doc = fixture_doc()
+    if value is not None:
+        doc["context"][setting] = value
+    registry = doc["context"]["registry"]
+    registry = json.loads(registry) if isinstance(registry, str) else registry
+    for p in registry["presets"]:
+        p[setting] = preset_value(p["name"])
+    doc["context"]["registry"] = registry
+    readme = build_report([write_doc(doc, tmp_path / "run.json")], "notes", tmp_path / "out")
+    return section(readme.read_text(encoding="utf-8"), "## Notes")
+
+
 def table_row(text: str, *cells: str) -> list[str]:
     """The cells of the one table row whose first cells are `cells`; fails unless exactly one matches."""
     prefix = "| " + " | ".join(cells) + " |"

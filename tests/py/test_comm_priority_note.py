@@ -5,23 +5,11 @@ the flag has no such note."""
 
 from __future__ import annotations
 
-import json
-
-from conftest import fixture_doc, section, write_doc
-from shardaccum_report.report import build_report
+from conftest import notes_of
 
 
 def _notes(tmp_path, priority: str | None, normal: tuple[str, ...] = ()) -> str:
-    doc = fixture_doc()
-    if priority is not None:
-        doc["context"]["comm_priority"] = priority
-    registry = doc["context"]["registry"]
-    registry = json.loads(registry) if isinstance(registry, str) else registry
-    for p in registry["presets"]:
-        p["comm_priority"] = "default" if p["name"] in normal else "greatest"
-    doc["context"]["registry"] = registry
-    readme = build_report([write_doc(doc, tmp_path / "run.json")], "priority", tmp_path / "out")
-    return section(readme.read_text(encoding="utf-8"), "## Notes")
+    return notes_of(tmp_path, "comm_priority", priority, lambda name: "default" if name in normal else "greatest")
 
 
 def test_auto_names_the_presets_at_priority_zero(tmp_path):

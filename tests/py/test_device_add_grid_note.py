@@ -5,23 +5,11 @@ run from before the flag has no such note."""
 
 from __future__ import annotations
 
-import json
-
-from conftest import fixture_doc, section, write_doc
-from shardaccum_report.report import build_report
+from conftest import notes_of
 
 
 def _notes(tmp_path, grid: str | None, torch_presets: tuple[str, ...] = ()) -> str:
-    doc = fixture_doc()
-    if grid is not None:
-        doc["context"]["device_add_grid"] = grid
-    registry = doc["context"]["registry"]
-    registry = json.loads(registry) if isinstance(registry, str) else registry
-    for p in registry["presets"]:
-        p["device_add_grid"] = "torch" if p["name"] in torch_presets else "two-per-sm"
-    doc["context"]["registry"] = registry
-    readme = build_report([write_doc(doc, tmp_path / "run.json")], "grid", tmp_path / "out")
-    return section(readme.read_text(encoding="utf-8"), "## Notes")
+    return notes_of(tmp_path, "device_add_grid", grid, lambda name: "torch" if name in torch_presets else "two-per-sm")
 
 
 def test_auto_names_the_presets_on_pytorchs_grid(tmp_path):

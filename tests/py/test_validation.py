@@ -217,30 +217,38 @@ def test_the_suite_case_with_autograds_accumulation_stands_beside_the_real_one(t
     assert peak.suite == (100 + 7) - (5000 + 7 + 1000)
 
 
+def _preset_cases_among_variants(tmp_path, segment: str, variants: dict[str, int], registry: dict | None = None):
+    """The validation rows' preset cases when the suite run holds its cases as they are and, for each
+    value V of `variants`, again named `/SEGMENT:V` (peaks bumped by its number, so any mix-up shows),
+    listed in the order given with the plain cases in the middle; `registry` into its context."""
+    real, suite = _docs(tmp_path)
+    doc = json.loads(suite.read_text())
+    plain = doc["benchmarks"]
+
+    def variant(value, bump):
+        return [dict(b, name=b["name"] + f"/{segment}:{value}", run_name=b["name"] + f"/{segment}:{value}",
+                     peak_device_bytes=b["peak_device_bytes"] + bump) for b in plain]
+
+    values = list(variants.items())
+    half = len(values) // 2
+    doc["benchmarks"] = ([b for v in values[:half] for b in variant(*v)] + plain +
+                         [b for v in values[half:] for b in variant(*v)])
+    if registry is not None:
+        doc["context"]["registry"] = registry
+    write_doc(doc, suite)
+    s, r = load_inputs([real, suite])
+    rows, left = rows_of(r, s)
+    assert left == [] and rows
+    return [row.preset_case for row in rows]
+
+
 def test_the_suite_case_with_pytorchs_device_add_grid_stands_beside_the_real_one(tmp_path):
     """A suite run with the same cases under --device-add-grid two-per-sm, auto (no segment) and torch:
     a real system's `+=` is PyTorch's full-grid kernel, so its rows are read from the torch cases, and
     without them from the auto ones, never from two-per-sm (pairing.suite_index)."""
-    real, suite = _docs(tmp_path)
-    doc = json.loads(suite.read_text())
-
-    def variant(grid, bump):
-        return [dict(b, name=b["name"] + f"/device-add-grid:{grid}", run_name=b["name"] + f"/device-add-grid:{grid}",
-                     peak_device_bytes=b["peak_device_bytes"] + bump) for b in doc["benchmarks"]]
-
-    plain = doc["benchmarks"]
-    for benchmarks, want in ((variant("two-per-sm", 3) + plain + variant("torch", 7), "/device-add-grid:torch"),
-                             (plain + variant("two-per-sm", 3), None)):
-        doc["benchmarks"] = benchmarks
-        write_doc(doc, suite)
-        s, r = load_inputs([real, suite])
-        rows, left = rows_of(r, s)
-        assert left == [] and rows
-        for row in rows:
-            if want:
-                assert row.preset_case.endswith(want), row.preset_case
-            else:
-                assert "device-add-grid" not in row.preset_case, row.preset_case
+    for variants, want in (({"two-per-sm": 3, "torch": 7}, "/device-add-grid:torch"), ({"two-per-sm": 3}, None)):
+        for case in _preset_cases_among_variants(tmp_path, "device-add-grid", variants):
+            assert case.endswith(want) if want else "device-add-grid" not in case, case
 
 
 def test_deepspeeds_optimizer_partition_joins_the_suites_cases_without_offload(tmp_path):
@@ -284,25 +292,9 @@ def test_the_suite_case_at_the_systems_stream_priority_stands_beside_the_real_on
     the rows are read from the cases at the priority of the system the real case ran (the registry's
     preset comm_priority), and from the auto ones where the registry does not say (pairing.suite_index,
     system_priority), never from another priority."""
-    real, suite = _docs(tmp_path)
-    doc = json.loads(suite.read_text())
     registry = json.loads(Path(registry_module.__file__).with_name("registry.json").read_text(encoding="utf-8"))
     for p in registry["presets"]:
         if fsdp2_priority is not None:
             p["comm_priority"] = fsdp2_priority if p["name"] == "fsdp2" else "default"
-    doc["context"]["registry"] = registry
-
-    def variant(priority, bump):
-        return [dict(b, name=b["name"] + f"/comm-priority:{priority}", run_name=b["name"] + f"/comm-priority:{priority}",
-                     peak_device_bytes=b["peak_device_bytes"] + bump) for b in doc["benchmarks"]]
-
-    doc["benchmarks"] = variant("default", 3) + doc["benchmarks"] + variant("greatest", 7)
-    write_doc(doc, suite)
-    s, r = load_inputs([real, suite])
-    rows, left = rows_of(r, s)
-    assert left == [] and rows
-    for row in rows:
-        if want:
-            assert row.preset_case.endswith(want), row.preset_case
-        else:
-            assert "comm-priority" not in row.preset_case, row.preset_case
+    for case in _preset_cases_among_variants(tmp_path, "comm-priority", {"default": 3, "greatest": 7}, registry):
+        assert case.endswith(want) if want else "comm-priority" not in case, case
