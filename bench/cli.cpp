@@ -317,9 +317,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   app.add_option(
          "--comm-priority", o.comm_priority,
          "The CUDA priority of the stream the reduce-scatters run on (and, by strategy, the "
-         "bucket copies, divisions and offload copies with them), one value. greatest: the "
-         "device's greatest, as FSDP2's reduce-scatter stream (priority -1): its kernels are "
-         "dispatched before the backward's queued blocks. default: priority 0, as FSDP1's "
+         "bucket copies, divisions and offload copies with them), one value per run. greatest: "
+         "the device's greatest, above the other streams at 0, as FSDP2's reduce-scatter stream "
+         "(priority -1) is above its compute stream: its kernels are dispatched before the "
+         "backward's queued blocks. default: priority 0, as FSDP1's "
          "post-backward stream, FairScale's and DeepSpeed ZeRO-3's reduce_and_partition_stream. "
          "auto: default for every strategy with the binding, offload, mode and division of "
          "fsdp1, fairscale or zero3, greatest otherwise, fsdp2 and ideal included (case name "

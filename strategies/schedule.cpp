@@ -26,9 +26,12 @@ Schedule canonical_schedule(std::string_view name, int k) {
                                 "': not a canonical name (no-sync, sync, interleaved-nosync-last, "
                                 "interleaved-sync-last) nor a string of n/S ending in S");
   if (k < kCanonicalMinK)
-    throw std::invalid_argument("--schedule " + std::string(name) + " needs --k >= 3 (got " +
-                                std::to_string(k) +
-                                "); give a literal schedule such as 'nS' instead");
+    throw std::invalid_argument(
+        "--schedule " + std::string(name) + " needs --k >= 3 (got " + std::to_string(k) +
+        "); give a literal schedule of K letters ending in S instead, such as " +
+        (k <= 1 ? std::string("'S'")
+                : "'" + std::string(static_cast<size_t>(k - 1), 'n') + "S' or '" +
+                      std::string(static_cast<size_t>(k), 'S') + "'"));
   std::string m;
   const char other = c->letter == 'n' ? 'S' : 'n';
   for (int i = 0; i < k - 1; ++i)

@@ -199,7 +199,13 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
     settings = ((k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common)
     moved = [(k, bs, cs) for k, bs, cs in settings if bs and cs and bs != cs]
     if moved:
-        shown = "; ".join(f"`{k.name}`: {bs} → {cs}" for k, bs, cs in moved[:3])
+        def change(bs: str, cs: str) -> str:  # only the settings that differ, each as 'before → after'
+            b_parts, c_parts = bs.split("; "), cs.split("; ")
+            gone = [p for p in b_parts if p not in c_parts]
+            new = [p for p in c_parts if p not in b_parts]
+            return ("; ".join(gone) or "(not said)") + " → " + ("; ".join(new) or "(not said)")
+
+        shown = "; ".join(f"`{k.name}`: {change(bs, cs)}" for k, bs, cs in moved[:3])
         result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "
                             f"does not carry that differ between the runs ({shown}{' …' if len(moved) > 3 else ''}): "
                             "a strategy's lookahead, device add grid, comm priority and CPU add threads "

@@ -157,11 +157,17 @@ class Case:
         (bench/bench_cases.cpp), '; '-joined, e.g. 'lookahead unbounded; device add grid torch'; ''
         when no repetition's label has them. 'host threads N (the rank's share)' reads as 'host threads
         rank's share', as labels said before 2026-12-06: the setting is --host-threads 0 whatever the
-        machine's share (which the context's host_add_threads gives)."""
+        machine's share (which the context's host_add_threads gives). A label with a device add grid but no
+        comm priority is from between the two flags (2026-12-05/06), when every comm stream ran at the
+        device's greatest: it reads 'comm priority greatest'."""
         for r in self.ok_repetitions:
             parts = [RANK_SHARE.sub("host threads rank's share", p.strip()) for p in r.label.split(";")]
             found = [p for p in parts
                      if p.startswith(("lookahead ", "device add grid ", "comm priority ", "host threads "))]
+            if any(p.startswith("device add grid ") for p in found) and \
+                    not any(p.startswith("comm priority ") for p in found):
+                at = next(i for i, p in enumerate(found) if p.startswith("device add grid ")) + 1
+                found.insert(at, "comm priority greatest")
             if found:
                 return "; ".join(found)
         return ""

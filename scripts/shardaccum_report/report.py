@@ -442,20 +442,30 @@ def _device_add_grid_text(run: Run) -> str | None:
 
 
 def _comm_priority_text(run: Run) -> str | None:
-    """The comm stream's priority the run gave (the context's comm_priority, bench/cli.cpp
-    --comm-priority), or None for a run from before the flag."""
-    given = sorted({f.context.get("comm_priority") for f in run.files} - {None})
-    if not given:
+    """The comm stream's priority the run's files gave (each context's comm_priority, bench/cli.cpp
+    --comm-priority), one sentence per setting: `auto` (per strategy, from the registry's presets), a
+    named value (every strategy of that file), and a file from before the flag (every strategy at the
+    greatest, as the suite ran them then) when it is beside a file that has one; None when no file has it."""
+    given = {f.context.get("comm_priority") for f in run.files}
+    if given <= {None}:
         return None
-    if given != ["auto"]:
-        return (f"The comm stream at priority `{'`, `'.join(given)}` (`--comm-priority`), whatever the strategy; a "
-                "case name ending `/comm-priority:P` says its own.")
-    normal = [p.name for p in run.registry.presets if p.comm_priority == "default"]
-    return ("The comm stream (`--comm-priority auto`): at CUDA's default priority 0 for the strategies with the "
-            f"binding, offload, mode and division of {', '.join(normal) or 'no preset'} (their systems' "
-            "reduce-scatter streams are `torch.cuda.Stream()`), at the device's greatest for every other strategy "
-            "(FSDP2's reduce-scatter stream, and the suite's: no collective queues behind a backward kernel); each "
-            "case's label says which, and a name ending `/comm-priority:P` ran P (docs/DESIGN.md §2).")
+    several = len(given) > 1
+    out = []
+    if "auto" in given:
+        normal = [p.name for p in run.registry.presets if p.comm_priority == "default"]
+        out.append(("The comm stream (`--comm-priority auto`" + (", in the runs that gave it" if several else "") +
+                    "): at CUDA's default priority 0 for the strategies with the binding, offload, mode and division "
+                    f"of {', '.join(normal) or 'no preset'} (their systems' reduce-scatter streams are "
+                    "`torch.cuda.Stream()`), at the device's greatest for every other strategy (FSDP2's reduce-scatter "
+                    "stream is above its compute stream, and so is the suite's: no collective queues behind a backward "
+                    "kernel); each case's label says which."))
+    for value in sorted(given - {"auto", None}):
+        out.append(f"The comm stream at priority `{value}` for every strategy of the runs with "
+                   f"`--comm-priority {value}`.")
+    if None in given:
+        out.append("The runs from before `--comm-priority` ran every strategy's comm stream at the device's greatest.")
+    out.append("A case name ending `/comm-priority:P` ran P (docs/DESIGN.md §2).")
+    return " ".join(out)
 
 
 _REPOSITORY = Path(__file__).resolve().parents[2]

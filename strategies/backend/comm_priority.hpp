@@ -11,9 +11,11 @@
 
 namespace shardaccum {
 
-/// `greatest`: cudaDeviceGetStreamPriorityRange's greatest priority, as FSDP2's reduce-scatter
-/// stream (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py FSDPCommContext.lazy_init,
-/// priority -1), and the suite's idealised strategies: at priority 0 the world-1 copy of a
+/// `greatest`: cudaDeviceGetStreamPriorityRange's greatest priority, above the rank's other streams
+/// (all at 0), as FSDP2's reduce-scatter stream (torch/distributed/fsdp/_fully_shard/
+/// _fsdp_param_group.py FSDPCommContext.lazy_init, torch.cuda.Stream(priority=-1): CUDA priority
+/// -1) is above its compute stream's 0; with every other stream at 0, -1 and the greatest order the
+/// streams alike. The suite's idealised strategies take it too: at priority 0 the world-1 copy of a
 /// reduce-scatter queued up to 0.43 ms behind a running backward kernel (one H200, nsys,
 /// docs/DESIGN.md §2). `normal`: priority 0, as FSDP1's post-backward stream
 /// (torch/distributed/fsdp/_runtime_utils.py _init_streams: high_priority is -1 only for hybrid

@@ -41,6 +41,14 @@ TEST(Schedules, BadSchedulesNameTheFlag) {
             std::string::npos);
   EXPECT_NE(error_of<std::invalid_argument>([] { canonical_schedule("sync", 2); }).find("--k >= 3"),
             std::string::npos);
+  // The literal it offers is one of K letters: 'nS' or 'SS' at K=2, 'S' at K=1.
+  EXPECT_NE(error_of<std::invalid_argument>([] {
+              canonical_schedule("sync", 2);
+            }).find("such as 'nS' or 'SS'"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of<std::invalid_argument>([] { canonical_schedule("no-sync", 1); }).find("such as 'S'"),
+      std::string::npos);
 }
 
 TEST(Dtypes, TriplesParseAndBadOnesNameTheFlag) {

@@ -274,9 +274,22 @@ def test_the_cpu_adds_threads_of_a_label_are_among_the_unnamed_settings(tmp_path
     note = _settings_note(_labelled(
         tmp_path, "correct; lookahead 1; device add grid torch; host threads 1 (torchrun); bound by host memory",
         "correct; lookahead 1; device add grid torch; host threads rank's share; bound by host memory"))
-    assert ("lookahead 1; device add grid torch; host threads 1 (torchrun) → "
-            "lookahead 1; device add grid torch; host threads rank's share") in note
+    assert "`: host threads 1 (torchrun) → host threads rank's share" in note  # only what differs
     assert "--host-threads" in note
+
+
+def test_a_label_from_before_the_comm_priority_reads_as_the_greatest(tmp_path):
+    # Labels between --device-add-grid and --comm-priority (2026-12-05/06) name no priority: every comm
+    # stream ran at the device's greatest then. Against a run at the greatest: no note; at 0: that change.
+    old = "correct; lookahead unbounded; device add grid torch; bound by copy engines"
+    assert _settings_note(_labelled(
+        tmp_path, old, "correct; lookahead unbounded; device add grid torch; comm priority greatest; "
+                       "bound by copy engines")) is None
+    note = _settings_note(_labelled(
+        tmp_path, old, "correct; lookahead unbounded; device add grid torch; comm priority default; "
+                       "bound by copy engines", "moved"))
+    assert "`: comm priority greatest → comm priority default" in note, note
+    assert "--comm-priority" in note
 
 
 def test_the_rank_share_with_or_without_its_number_is_one_setting(tmp_path):

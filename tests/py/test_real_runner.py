@@ -145,7 +145,7 @@ def test_schedules_as_the_suite_spells_them():
                        ("S" * 4097, "above the limit")):
         with pytest.raises(ValueError, match=words):
             schedule.parse(bad, 4)
-    with pytest.raises(ValueError, match="--k >= 3"):
+    with pytest.raises(ValueError, match="--k >= 3.*such as 'nS' or 'SS'"):
         schedule.parse("interleaved-sync-last", 2)
 
 

@@ -21,7 +21,9 @@ def canonical(name: str, k: int) -> str:
         raise ValueError(f"--schedule '{name[:80]}': not a canonical name ({NAMES}) nor a string of n/S "
                          "ending in S")
     if k < CANONICAL_MIN_K:
-        raise ValueError(f"--schedule {name} needs --k >= 3 (got {k}); give a literal schedule such as 'nS'")
+        examples = "'S'" if k <= 1 else f"'{'n' * (k - 1)}S' or '{'S' * k}'"
+        raise ValueError(f"--schedule {name} needs --k >= 3 (got {k}); give a literal schedule of K letters "
+                         f"ending in S instead, such as {examples}")
     other = "S" if letter == "n" else "n"
     head = "".join(letter if not alternating or (k - 2 - i) % 2 == 0 else other for i in range(k - 1))
     return head + "S"
