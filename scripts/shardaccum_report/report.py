@@ -426,19 +426,27 @@ def _presets_text(run: Run) -> str:
 
 
 def _device_add_grid_text(run: Run) -> str | None:
-    """How the run's device adds launched (the context's device_add_grid, bench/cli.cpp
-    --device-add-grid), or None for a run from before the flag."""
-    grids = sorted({f.context.get("device_add_grid") for f in run.files} - {None})
-    if not grids:
+    """How the run's device adds launched (each file's context device_add_grid, bench/cli.cpp
+    --device-add-grid), one sentence per setting: `auto` (per strategy, from the registry's presets), a
+    named grid (every strategy of the runs that gave it), and runs from before the flag beside them (the
+    suite's two blocks per SM then); None when no file has it."""
+    given = {f.context.get("device_add_grid") for f in run.files}
+    if given <= {None}:
         return None
-    if grids != ["auto"]:
-        return (f"Device adds on the grid `{'`, `'.join(grids)}` (`--device-add-grid`), whatever the strategy; "
-                "a case name ending `/device-add-grid:G` says its own.")
-    torch = [p.name for p in run.registry.presets if p.device_add_grid == "torch"]
-    return ("Device adds (`--device-add-grid auto`): on every SM as PyTorch's `+=` for the strategies with the "
-            f"binding, offload, mode and division of {', '.join(torch) or 'no preset'} (the real systems), on two "
-            "blocks per SM for every other strategy (the suite's idealised add, which leaves SMs to the backward); "
-            "each case's label says which, and a name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
+    out = []
+    if "auto" in given:
+        torch = [p.name for p in run.registry.presets if p.device_add_grid == "torch"]
+        out.append(("Device adds (`--device-add-grid auto`" + (", in the runs that gave it" if len(given) > 1 else "") +
+                    "): on every SM as PyTorch's `+=` for the strategies with the binding, offload, mode and division "
+                    f"of {', '.join(torch) or 'no preset'} (the real systems), on two blocks per SM for every other "
+                    "strategy (the suite's idealised add, which leaves SMs to the backward); each case's label says "
+                    "which."))
+    for grid in sorted(given - {"auto", None}):
+        out.append(f"Device adds on the grid `{grid}` for every strategy of the runs with `--device-add-grid {grid}`.")
+    if None in given:
+        out.append("The runs from before `--device-add-grid` added on two blocks per SM.")
+    out.append("A case name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
+    return " ".join(out)
 
 
 def _comm_priority_text(run: Run) -> str | None:

@@ -21,7 +21,8 @@ def test_auto_names_the_presets_on_pytorchs_grid(tmp_path):
 
 def test_a_named_grid_is_said_for_every_strategy(tmp_path):
     notes = _notes(tmp_path, "torch")
-    assert "Device adds on the grid `torch` (`--device-add-grid`), whatever the strategy" in notes
+    assert "Device adds on the grid `torch` for every strategy of the runs with `--device-add-grid torch`." in notes
+    assert "whatever the strategy" not in notes
 
 
 def test_a_run_from_before_the_flag_has_no_note(tmp_path):
