@@ -472,6 +472,9 @@ def _comm_priority_text(run: Run) -> str | None:
                    f"`--comm-priority {value}`.")
     if None in given:
         out.append("The runs from before `--comm-priority` ran every strategy's comm stream at the device's greatest.")
+    if "default" in given or ("auto" in given and any(p.comm_priority == "default" for p in run.registry.presets)):
+        out.append("At priority 0 a case's `nccl_ms` also counts its collectives' wait behind the backward's running "
+                   "kernels: an upper bound of their own time.")
     out.append("A case name ending `/comm-priority:P` ran P (docs/DESIGN.md §2).")
     return " ".join(out)
 

@@ -20,6 +20,10 @@ def test_auto_names_the_presets_at_priority_zero(tmp_path):
     line = next(n for n in notes.splitlines() if "The comm stream" in n)
     assert "`--comm-priority auto`" in line and "division of fsdp1, zero3 (their systems'" in line, line
     assert "at the device's greatest for every other strategy" in line
+    assert "At priority 0 a case's `nccl_ms` also counts its collectives' wait" in line
+    # with no preset at 0 and none named, no case ran at 0: no such warning
+    (tmp_path / "greatest").mkdir()
+    assert "`nccl_ms`" not in _notes(tmp_path / "greatest", "auto", ())
 
 
 def test_a_named_priority_is_said_for_every_strategy(tmp_path):
