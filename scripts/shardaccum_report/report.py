@@ -425,58 +425,59 @@ def _presets_text(run: Run) -> str:
                      for p in run.registry.presets)
 
 
-def _device_add_grid_text(run: Run) -> str | None:
-    """How the run's device adds launched (each file's context device_add_grid, bench/cli.cpp
-    --device-add-grid), one sentence per setting: `auto` (per strategy, from the registry's presets), a
-    named grid (every strategy of the runs that gave it), and runs from before the flag beside them (the
-    suite's two blocks per SM then); None when no file has it."""
-    given = {f.context.get("device_add_grid") for f in run.files}
+def _setting_text(run: Run, key: str, flag: str, letter: str, auto: str, named: str, before: str,
+                  extra: str = "") -> str | None:
+    """The sentences saying how a per-system setting ran (each file's context `key`, bench/cli.cpp
+    `flag`): `auto` (its text given the prefix "(`FLAG auto`[, in the runs that gave it]): "), each
+    named value (`named` formatted with {value}), and `before` for files from before the flag beside
+    files that have it; `extra` then, and the case name's segment `/FLAG:LETTER` last. None when no
+    file has it."""
+    given = {f.context.get(key) for f in run.files}
     if given <= {None}:
         return None
     out = []
     if "auto" in given:
-        torch = [p.name for p in run.registry.presets if p.device_add_grid == "torch"]
-        out.append(("Device adds (`--device-add-grid auto`" + (", in the runs that gave it" if len(given) > 1 else "") +
-                    "): on every SM as PyTorch's `+=` for the strategies with the binding, offload, mode and division "
-                    f"of {', '.join(torch) or 'no preset'} (the real systems), on two blocks per SM for every other "
-                    "strategy (the suite's idealised add, which leaves SMs to the backward); each case's label says "
-                    "which."))
-    for grid in sorted(given - {"auto", None}):
-        out.append(f"Device adds on the grid `{grid}` for every strategy of the runs with `--device-add-grid {grid}`.")
+        out.append(auto.format(flag=f"`{flag} auto`" + (", in the runs that gave it" if len(given) > 1 else "")))
+    out += [named.format(value=v) for v in sorted(given - {"auto", None})]
     if None in given:
-        out.append("The runs from before `--device-add-grid` added on two blocks per SM.")
-    out.append("A case name ending `/device-add-grid:G` ran G (docs/DESIGN.md §2).")
+        out.append(before)
+    if extra:
+        out.append(extra)
+    out.append(f"A case name ending `/{flag.lstrip('-')}:{letter}` ran {letter} (docs/DESIGN.md §2).")
     return " ".join(out)
+
+
+def _device_add_grid_text(run: Run) -> str | None:
+    """How the run's device adds launched (--device-add-grid; _setting_text): under auto, on PyTorch's
+    grid for the presets' combinations (the real systems), two blocks per SM otherwise."""
+    torch = ", ".join(p.name for p in run.registry.presets if p.device_add_grid == "torch") or "no preset"
+    return _setting_text(
+        run, "device_add_grid", "--device-add-grid", "G",
+        "Device adds ({flag}): on every SM as PyTorch's `+=` for the strategies with the binding, offload, mode "
+        f"and division of {torch} (the real systems), on two blocks per SM for every other strategy (the suite's "
+        "idealised add, which leaves SMs to the backward); each case's label says which.",
+        "Device adds on the grid `{value}` for every strategy of the runs with `--device-add-grid {value}`.",
+        "The runs from before `--device-add-grid` added on two blocks per SM.")
 
 
 def _comm_priority_text(run: Run) -> str | None:
-    """The comm stream's priority the run's files gave (each context's comm_priority, bench/cli.cpp
-    --comm-priority), one sentence per setting: `auto` (per strategy, from the registry's presets), a
-    named value (every strategy of that file), and a file from before the flag (every strategy at the
-    greatest, as the suite ran them then) when it is beside a file that has one; None when no file has it."""
+    """The comm stream's priority (--comm-priority; _setting_text): under auto, 0 for the presets whose
+    systems make their reduce-scatter stream at 0, the device's greatest otherwise; runs from before the
+    flag at the greatest; and, where any case ran at 0, that its nccl_ms is an upper bound."""
+    normal = [p.name for p in run.registry.presets if p.comm_priority == "default"]
     given = {f.context.get("comm_priority") for f in run.files}
-    if given <= {None}:
-        return None
-    several = len(given) > 1
-    out = []
-    if "auto" in given:
-        normal = [p.name for p in run.registry.presets if p.comm_priority == "default"]
-        out.append(("The comm stream (`--comm-priority auto`" + (", in the runs that gave it" if several else "") +
-                    "): at CUDA's default priority 0 for the strategies with the binding, offload, mode and division "
-                    f"of {', '.join(normal) or 'no preset'} (their systems' reduce-scatter streams are "
-                    "`torch.cuda.Stream()`), at the device's greatest for every other strategy (FSDP2's reduce-scatter "
-                    "stream is above its compute stream, and so is the suite's: no collective queues behind a backward "
-                    "kernel); each case's label says which."))
-    for value in sorted(given - {"auto", None}):
-        out.append(f"The comm stream at priority `{value}` for every strategy of the runs with "
-                   f"`--comm-priority {value}`.")
-    if None in given:
-        out.append("The runs from before `--comm-priority` ran every strategy's comm stream at the device's greatest.")
-    if "default" in given or ("auto" in given and any(p.comm_priority == "default" for p in run.registry.presets)):
-        out.append("At priority 0 a case's `nccl_ms` also counts its collectives' wait behind the backward's running "
-                   "kernels: an upper bound of their own time.")
-    out.append("A case name ending `/comm-priority:P` ran P (docs/DESIGN.md §2).")
-    return " ".join(out)
+    at_zero = "default" in given or ("auto" in given and bool(normal))
+    return _setting_text(
+        run, "comm_priority", "--comm-priority", "P",
+        "The comm stream ({flag}): at CUDA's default priority 0 for the strategies with the binding, offload, "
+        f"mode and division of {', '.join(normal) or 'no preset'} (their systems' reduce-scatter streams are "
+        "`torch.cuda.Stream()`), at the device's greatest for every other strategy (FSDP2's reduce-scatter "
+        "stream is above its compute stream, and so is the suite's: no collective queues behind a backward "
+        "kernel); each case's label says which.",
+        "The comm stream at priority `{value}` for every strategy of the runs with `--comm-priority {value}`.",
+        "The runs from before `--comm-priority` ran every strategy's comm stream at the device's greatest.",
+        "At priority 0 a case's `nccl_ms` also counts its collectives' wait behind the backward's running "
+        "kernels: an upper bound of their own time." if at_zero else "")
 
 
 _REPOSITORY = Path(__file__).resolve().parents[2]
