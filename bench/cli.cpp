@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 #include <unistd.h>
 
@@ -100,6 +101,28 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
       throw CliError(a + " needs a value but is followed by the flag " + brief(args[i + 1]) +
                      ": give " + a + " VALUE (or " + a + "=VALUE)");
     ++i;  // its value
+  }
+}
+
+/// A single-valued flag given twice (`--warmup 1 --warmup 2`): CLI11 would say "At Most 1 required
+/// but received 2"; name the flag and both values instead. List flags (TakeAll) add up by design.
+void check_single_flags_once(const CLI::App& app, const std::vector<std::string>& args) {
+  std::map<const CLI::Option*, std::string> seen;  // the first value given, by option
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    const CLI::Option* opt = app.get_option_no_throw(name);
+    if (opt == nullptr || opt->get_items_expected_min() == 0) continue;
+    const std::string value =
+        eq != std::string::npos ? a.substr(eq + 1) : (i + 1 < args.size() ? args[i + 1] : "");
+    if (eq == std::string::npos) ++i;  // its value
+    if (opt->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw) continue;
+    const auto [it, first] = seen.emplace(opt, value);
+    if (!first)
+      throw CliError(name + " is given twice (" + brief(it->second) + " and " + brief(value) +
+                     "): it takes one value; give it once");
   }
 }
 
@@ -376,8 +399,10 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
                "With --model M (one value): print its layout as JSON (units, their parameters' "
                "names, shapes and offsets; schema shardaccum.layout/1), then exit. No backend");
 
-  check_values_present(app, std::vector<std::string>(ours.rbegin(), ours.rend()));
+  const std::vector<std::string> in_order(ours.rbegin(), ours.rend());  // CLI11 holds them reversed
+  check_values_present(app, in_order);
   check_known_flags(app, ours);
+  check_single_flags_once(app, in_order);
   const size_t our_args = ours.size();  // app.parse consumes the vector
   try {
     app.parse(ours);

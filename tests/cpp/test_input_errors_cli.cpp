@@ -106,6 +106,12 @@ const std::vector<Row> kRows = {
      "--model uniform:2x4 --model uniform:3x4 --preset fsdp2 --schedule sync",
      0,
      {"2 cases on backend host"}},
+    // A single-valued flag given twice names the flag and both values, where CLI11 would count.
+    {"WarmupTwice",
+     "--warmup 1 --warmup=2",
+     2,
+     {"--warmup is given twice (1 and 2)", "give it once"}},
+    {"SeedTwiceApart", "--seed 3 --preset fsdp2 --seed 4", 2, {"--seed is given twice (3 and 4)"}},
     // Integers: decimal only, with ranges.
     {"SeedNegative", "--seed -1", 2, {"--seed -1", "0..18446744073709551615"}},
     {"SeedTwoTo64", "--seed 18446744073709551616", 2, {"--seed", "0..18446744073709551615"}},
