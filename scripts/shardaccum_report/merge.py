@@ -28,7 +28,7 @@ from pathlib import Path
 from .errors import InputError
 from .real import is_real_name
 from .registry import Registry
-from .strict_json import HugeInteger, bounded_int
+from . import strict_json
 
 # Keys that differ between the processes of one run by nature: when and under what load each ran,
 # the run's own id, what each slice holds (joined below), and what the cuda backend measures or
@@ -83,18 +83,14 @@ def _strict(value):
 
 
 def _load(path: Path) -> dict:
-    # Not strict_json.loads: a part may hold NaN (Google Benchmark's JSON writer prints a counter
-    # it cannot compute so), which the merge turns into null rather than refuse.
+    # NaN allowed: a part may hold it (Google Benchmark's JSON writer prints a counter it cannot
+    # compute so), which the merge turns into null rather than refuse.
+    what = "the output of shardaccum_bench --part I/N --benchmark_out=FILE --benchmark_out_format=json"
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_int=bounded_int)
-    except HugeInteger as e:
-        raise InputError(str(path), f"holds an integer of {e.digits} digits, beyond any value the suite writes; "
-                                    "give the output of shardaccum_bench --part I/N") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(str(path), f"not valid JSON ({e}); give the output of shardaccum_bench --part I/N "
-                                    "--benchmark_out=FILE --benchmark_out_format=json") from None
-    except RecursionError:
-        raise InputError(str(path), "JSON nested too deeply to be a shardaccum_bench result") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text ({e.reason} at byte {e.start}); give {what}") from None
+    doc = strict_json.loads(text, str(path), what, allow_nan=True)
     if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict) or \
             not isinstance(doc.get("benchmarks"), list):
         raise InputError(str(path), "not a Google Benchmark JSON result (needs 'context' and 'benchmarks')")

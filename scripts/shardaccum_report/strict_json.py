@@ -58,15 +58,16 @@ def _line_of(text: str, token: str) -> str:
     return ""
 
 
-def loads(text: str, where: str, what: str) -> object:
+def loads(text: str, where: str, what: str, allow_nan: bool = False) -> object:
     """Parses `text` (the content of file `where`) as strict JSON.
 
     Raises InputError naming `where` for invalid JSON, a NaN/Infinity/-Infinity token (not JSON:
-    the suite writes null for a missing value), or nesting too deep for Python's parser. `what`
-    names the expected content in messages (e.g. "Google Benchmark JSON").
+    the suite writes null for a missing value; read as a float where `allow_nan`, for merge.py,
+    which turns it into null), or nesting too deep for Python's parser. `what` names the expected
+    content in messages (e.g. "Google Benchmark JSON").
     """
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_int=bounded_int)
+        return json.loads(text, parse_constant=None if allow_nan else _refuse_constant, parse_int=bounded_int)
     except _NonStandardToken as e:
         raise InputError(where, f"holds the token {e.token}{_line_of(text, e.token)}, which is not JSON; expected "
                                 f"strict {what} (shardaccum_bench writes null for a value it cannot compute: "

@@ -129,6 +129,23 @@ def test_nan_becomes_null_and_null_stays_null(runs, tmp_path):
     assert [b["max_rel_err"] for b in merged["benchmarks"][2:4]] == [None, None]
 
 
+@pytest.mark.parametrize("text, want", [
+    (b'{"context": {}, "benchmarks": [', "a run that was killed leaves its JSON cut off"),
+    (b"\xff\xfe{}", "not UTF-8 text"),
+    (b"[" * 100000 + b"]" * 100000, "nested too deep to read"),
+    (b'{"n": 1' + b"0" * 5000 + b"}", "holds an integer of 5001 digits"),
+])
+def test_an_unreadable_part_is_refused_naming_the_file_and_what_to_give(runs, tmp_path, text, want):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(text)
+    out = tmp_path / "m.json"
+    proc = run_script("merge.py", runs["p1"], bad, "--out", out)
+    assert proc.returncode == 2, proc.stderr
+    assert str(bad) in proc.stderr and want in proc.stderr, proc.stderr
+    assert "--part I/N" in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("keep", [0, 1])
 def test_a_part_without_its_whole_slice_is_refused(runs, tmp_path, keep):
     """Part 2/2 of the 4-case matrix holds 2 cases; with none or one left (a run cut short, edited),
