@@ -61,7 +61,7 @@ from pathlib import Path
 from . import tables
 from .loading import Case, Run
 from .pairing import PARAM_TRAFFIC, normalised, preset_key, suite_index
-from .real import RealKey
+from .real import RealKey, parse_real_name
 
 CORRECT = "correct"
 PEAK_DELTA = "peak_device_delta_bytes"
@@ -278,6 +278,25 @@ def _note(row: Row) -> str:
     return "; ".join(parts)
 
 
+def _cells(row: Row) -> list[str]:
+    """figure, real, suite, deviation, tolerance: the cells every table of the section shows."""
+    dev = tables.MISSING if row.deviation is None else f"{100 * row.deviation:+.1f}%"
+    tol = "equal" if row.exact else f"±{100 * row.tolerance:.0f}%"
+    return [row.figure, _fmt(row, row.real), _fmt(row, row.suite), dev, tol]
+
+
+def _pair_labels(rows: list[Row]) -> dict[str, str]:
+    """A short label per real case, e.g. 'zero3 · gpt2-xl · SSSS · offload cpu', so that the tables name a
+    pair in a few words rather than by two names of 150 characters; world size, dtype and tokens are
+    added only where two real cases would otherwise share a label."""
+    keys = {r.case: parse_real_name(r.case) for r in rows}
+    short = {c: f"{k.system} · {k.model} · {k.schedule} · offload {k.offload}" for c, k in keys.items()}
+    clash = {v for v in short.values() if list(short.values()).count(v) > 1}
+    return {c: short[c] if short[c] not in clash else
+            f"{short[c]} · world {k.world} · {k.dtype}" + (f" · T={k.tokens}" if k.tokens else "")
+            for c, k in keys.items()}
+
+
 def render_validation(real: Run, suite: Run | None, folder: Path) -> str:
     """The report's "Presets against the real systems" section; writes FOLDER/validation.json when a
     suite run of GPU times is given (a host run's times are not GPU time: no rows are made of them)."""
@@ -295,14 +314,20 @@ def render_validation(real: Run, suite: Run | None, folder: Path) -> str:
                f"The rows are in [`{VALIDATION_JSON}`]({VALIDATION_JSON}). `reduce_scatter_ms` is not compared "
                "at world size 1 (the suite's world-1 reduce-scatter is a device copy).\n")
     out.append(f"**{tables.escape(summary(rows))}.**\n")
-    headers = ["real case", "preset case", "figure", "real", "suite", "deviation", "tolerance", "result", "note"]
-    table = []
-    for r in rows:
-        dev = tables.MISSING if r.deviation is None else f"{100 * r.deviation:+.1f}%"
-        tol = "equal" if r.exact else f"±{100 * r.tolerance:.0f}%"
-        table.append([f"`{tables.escape(r.case)}`", f"`{tables.escape(r.preset_case)}`", r.figure, _fmt(r, r.real),
-                      _fmt(r, r.suite), dev, tol, "✓" if r.passes else "✗ **outside**", _note(r)])
-    out.append(tables.md_table(headers, table, right={3, 4, 5}))
+    labels = _pair_labels(rows)
+    outside = [r for r in rows if not r.exact and not r.passes]
+    if outside:
+        out.append(f"Outside their tolerance ({len(outside)}):\n")
+        out.append(tables.md_table(["pair", "figure", "real", "suite", "deviation", "tolerance", "note"],
+                                   [[labels[r.case], *_cells(r), _note(r)] for r in outside], right={2, 3, 4}))
+    out.append("The pairs compared, one a real case (the figures below name them by their pair):\n")
+    pairs = dict.fromkeys((r.case, r.preset_case) for r in rows)
+    out.append(tables.md_table(["pair", "real case", "preset case"],
+                               [[labels[c], f"`{tables.escape(c)}`", f"`{tables.escape(p)}`"] for c, p in pairs]))
+    out.append("Every figure:\n")
+    headers = ["pair", "figure", "real", "suite", "deviation", "tolerance", "result", "note"]
+    table = [[labels[r.case], *_cells(r), "✓" if r.passes else "✗ **outside**", _note(r)] for r in rows]
+    out.append(tables.md_table(headers, table, right={2, 3, 4}))
     if left:
         out.append(f"Real cases without a preset case here ({len(left)}):\n")
         out.extend(f"- {tables.escape(line)}" for line in left)

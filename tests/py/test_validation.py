@@ -134,6 +134,19 @@ def test_the_report_writes_the_section_and_validation_json_with_the_issue_keys(t
     assert all(r["preset_case"].startswith("accum/") and r["case"].startswith("real/") for r in rows)
 
 
+def test_the_section_names_each_pair_once_and_lists_the_rows_outside_first(tmp_path):
+    readme = build_report(list(_docs(tmp_path)), "val", tmp_path / "out")
+    part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
+    rows = json.loads((readme.parent / "validation.json").read_text(encoding="utf-8"))
+    # each real and preset case name once (the pairs table), the figure rows by a short label
+    for name in {r["case"] for r in rows} | {r["preset_case"] for r in rows}:
+        assert part.count(f"`{name}`") == 1, name
+    outside, every = part.split("Outside their tolerance (4):", 1)[1].split("Every figure:", 1)
+    outside = outside.split("The pairs compared", 1)[0]
+    assert outside.count("\n| fsdp2 · ") == 4 and "| fsdp2 · uniform:8x64K · SSSS · offload cpu | cpu_add_ms | 20.000 | 25.000 | +25.0% | ±20% |" in outside
+    assert every.count("✗ **outside**") == 4
+
+
 def test_a_host_run_gives_no_rows_and_says_why(tmp_path):
     readme = build_report(list(_docs(tmp_path, backend="host")), "val", tmp_path / "out")
     part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
