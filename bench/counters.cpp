@@ -175,6 +175,21 @@ void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Predi
     double gbps = 0;
     if (cap > 0 && d.gbps(t, world_size, gbps)) c[d.name] = gbps / cap;
   }
+  if (const double f = cpu_add_frac_shared_ceiling(t.sum, ceilings); f > 0)
+    c["cpu_add_frac_shared_ceiling"] = f;
+}
+
+double cpu_add_frac_shared_ceiling(const StepMetrics& m, const Ceilings& ceilings) {
+  const double add_ms = m.phase_ms[static_cast<int>(Phase::cpu_add)];
+  if (ceilings.host_add_gbps <= 0 || ceilings.host_add_during_d2h_gbps <= 0 || add_ms <= 0 ||
+      m.cpu_add_bytes == 0)
+    return 0;
+  const double beside_ms = std::clamp(m.cpu_add_beside_d2h_ms, 0.0, add_ms);
+  // GB/s x ms = 1e6 bytes.
+  const double allowed = ((add_ms - beside_ms) * ceilings.host_add_gbps +
+                          beside_ms * ceilings.host_add_during_d2h_gbps) *
+                         1e6;
+  return static_cast<double>(m.cpu_add_bytes) / allowed;
 }
 
 }  // namespace shardaccum

@@ -63,10 +63,20 @@ const std::vector<CeilingDef>& ceiling_table();
 /// rank / time, busbw = algbw * (N-1)/N. `bytes` per rank, `ms` milliseconds; returns GB/s (1e9).
 double reduce_scatter_busbw_gbps(double bytes, double ms, int n);
 
+/// The CPU add against the host memory it shared (issue 17's "CPU add >= 80%"): its bytes over the
+/// bytes the two host add ceilings allow in its time, the host add ceiling (GB/s) for the time it
+/// ran alone and the host add during D2H ceiling for cpu_add_beside_d2h_ms: cpu_add_bytes /
+/// ((add_ms - beside_ms) * host_add_gbps + beside_ms * host_add_during_d2h_gbps) (x 1e6, GB/s x
+/// ms in bytes). `m` a sum over steps or one step; 0 where a ceiling, the add's time or its bytes
+/// are 0 (the host backend measures no ceiling). Both ceilings: bench's
+/// CudaWorld::measure_ceilings.
+double cpu_add_frac_shared_ceiling(const StepMetrics& m, const Ceilings& ceilings);
+
 /// Writes every counter of a case: the tables' counters and model counterparts, nccl_busbw_gbps,
 /// step_ms_min/step_ms_max (the fastest and slowest measured step, plain: the spread over steps),
 /// the per-rank step times (and peaks where ranks differ), the oracle's verdict and the ceiling
-/// fractions against `ceilings` (all 0 on the host backend: no fraction is written).
+/// fractions against `ceilings` (all 0 on the host backend: no fraction is written), among them
+/// cpu_add_frac_shared_ceiling.
 void write_counters(benchmark::UserCounters& c, const CaseTotals& t, const Prediction& model,
                     const Ceilings& ceilings, const CaseVerdict& verdict, int world_size);
 

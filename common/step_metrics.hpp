@@ -39,6 +39,11 @@ struct StepMetrics {
   /// |∪ reduce-scatters − ∪ compute-stream backward ops| and |∪ compute-stream backward ops|, ms on
   /// the GPU's clock: the communication not hidden by compute, and the backward as the GPU ran it.
   double exposed_comm_ms = 0, compute_ms = 0;
+  /// |∪ CPU adds ∩ ∪ D2Hs|, ms: the CPU add's time beside D2H copies landing in host memory,
+  /// placed on the host clock (the cuda backend; 0 on the host backend). With the CPU add's
+  /// phase time it weighs the two host add ceilings (bench/counters.cpp,
+  /// cpu_add_frac_shared_ceiling).
+  double cpu_add_beside_d2h_ms = 0;
 
   /// Folds `o` in field by field with `op` (a max over ranks, a sum over steps); the peaks always
   /// take the max and bytes_from_cupti the or.
@@ -56,7 +61,8 @@ struct StepMetrics {
     for (auto f :
          {&StepMetrics::nccl_kernel_ms, &StepMetrics::accumulate_kernel_ms,
           &StepMetrics::generate_kernel_ms, &StepMetrics::nccl_ms, &StepMetrics::nccl_wait_ms,
-          &StepMetrics::nccl_link_ms, &StepMetrics::exposed_comm_ms, &StepMetrics::compute_ms})
+          &StepMetrics::nccl_link_ms, &StepMetrics::exposed_comm_ms, &StepMetrics::compute_ms,
+          &StepMetrics::cpu_add_beside_d2h_ms})
       this->*f = op(this->*f, o.*f);
     peak_device_bytes = std::max(peak_device_bytes, o.peak_device_bytes);
     peak_pinned_bytes = std::max(peak_pinned_bytes, o.peak_pinned_bytes);

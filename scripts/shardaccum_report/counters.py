@@ -65,6 +65,7 @@ class CeilingFraction:
     label: str
     ceiling_key: str  # context key holding the ceiling in GB/s
     phase: str        # the phase's time counter (ms): no fraction is expected where it is 0 or absent
+    alone_key: str = ""  # a fraction of two ceilings weighed by time: the one for the phase's time alone
 
 
 CEILING_FRACTIONS = (
@@ -72,6 +73,10 @@ CEILING_FRACTIONS = (
     CeilingFraction("d2h_frac_ceiling", "D2H", "ceiling_d2h_gbps", "d2h_ms"),
     CeilingFraction("accumulate_frac_ceiling", "accumulate", "ceiling_device_copy_gbps", "accumulate_ms"),
     CeilingFraction("cpu_add_frac_ceiling", "CPU add", "ceiling_host_add_gbps", "cpu_add_ms"),
+    # Against the host add ceiling for its time alone and the host add during D2H ceiling for its time
+    # beside D2Hs (bench/counters.hpp cpu_add_frac_shared_ceiling): the host memory the add shared.
+    CeilingFraction("cpu_add_frac_shared_ceiling", "CPU add (shared)", "ceiling_host_add_during_d2h_gbps",
+                    "cpu_add_ms", alone_key="ceiling_host_add_gbps"),
     CeilingFraction("nccl_frac_ceiling", "reduce-scatter", "ceiling_reduce_scatter_busbw_gbps", "nccl_ms"),
 )
 

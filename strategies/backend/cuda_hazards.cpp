@@ -106,6 +106,12 @@ void CudaRank::host_op(Lock& l, Phase p, std::initializer_list<Use> uses, const 
     m_.phase_ms[static_cast<int>(p)] += ms;
     if (host_first_ == Clock::time_point{}) host_first_ = t0;
     host_last_ = std::max(host_last_, t1);
+    if (p == Phase::cpu_add) {
+      const auto since = [&](Clock::time_point t) {
+        return std::chrono::duration<double, std::milli>(t - step_host_t0_).count();
+      };
+      host_adds_.emplace_back(since(t0), since(t1));
+    }
   }
   for (const Use& u : uses) {
     bool whole = true;

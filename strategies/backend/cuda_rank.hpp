@@ -294,7 +294,8 @@ class CudaRank final : public RankBackend {
   std::vector<TimedOp> ops_;
   StepMetrics m_;
   std::chrono::steady_clock::time_point host_first_{}, host_last_{};  // the step's host tasks
-  PinnedMemory gate_flag_;  // mapped: the host's release sequence number
+  std::vector<std::pair<double, double>> host_adds_;  // the step's CPU adds, ms since step_host_t0_
+  PinnedMemory gate_flag_;                            // mapped: the host's release sequence number
   uint64_t* gate_flag_dev_ = nullptr;
   uint64_t gate_seq_ = 0;  // gates issued so far (writing it releases them all)
   std::vector<PinnedMemory> stamp_blocks_;

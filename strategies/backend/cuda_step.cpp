@@ -37,6 +37,7 @@ void CudaRank::forget_pending() {
   release_gates(gate_seq_);  // idle streams hold no gate; a value that releases every one issued
   step_gates_.clear();
   host_first_ = host_last_ = {};
+  host_adds_.clear();
   in_step_ = false;  // a step abandoned by a failure is over too
   timing_.recycle();
   marks_.recycle();
@@ -132,7 +133,7 @@ StepMetrics CudaRank::end_step() {
   // reduce-scatters' union against the compute stream's backward (exposed_comm_ms), the trace.
   // A kernel's op by its stamp (its execution, as a profiler's kernel record), every other op
   // (copies, NCCL, cuBLAS) by its events (docs/DESIGN.md §6).
-  std::vector<Interval> at(ops_.size()), rs, compute;
+  std::vector<Interval> at(ops_.size()), rs, compute, d2h;
   std::vector<char> stamped(ops_.size(), 0);
   const volatile uint64_t* stamps = static_cast<const uint64_t*>(kernel_stamps_host_.get());
   const uint64_t ref_ns = stamps[0];
@@ -161,10 +162,15 @@ StepMetrics CudaRank::end_step() {
       rs.push_back(at[i]);
     } else if (op.phase == Phase::backward && op.stream == idx(Stream::compute)) {
       compute.push_back(at[i]);
+    } else if (op.phase == Phase::d2h) {
+      d2h.push_back(at[i]);
     }
   }
   m_.compute_ms = union_ms(compute);
   m_.exposed_comm_ms = uncovered_ms(rs, compute);
+  // The event clock starts at step_start_, which the host clock's step_host_t0_ follows by
+  // microseconds (the streams were idle): the CPU adds and the D2Hs on one clock, as the trace.
+  m_.cpu_add_beside_d2h_ms = union_ms(host_adds_) - uncovered_ms(host_adds_, d2h);
   float ms = 0;
   SA_CUDA_CHECK(cudaEventElapsedTime(&ms, step_start_, end));
   m_.step_ms = ms;

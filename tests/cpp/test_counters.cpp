@@ -83,6 +83,40 @@ TEST(Counters, FractionsOfCeilingsOnlyWhereACeilingWasMeasuredAndThePhaseRan) {
   EXPECT_EQ(gpu.count("accumulate_frac_ceiling"), 0u);  // its ceiling is 0
 }
 
+// Issue 17's CPU add target against the host memory it shared: 3e10 bytes added in 300 ms, 200 of
+// them beside D2Hs. At 150 GB/s alone and 120 beside D2Hs the ceilings allow 100 ms x 150 + 200 ms
+// x 120 = 39,000 ms.GB/s = 3.9e10 bytes: 3e10 / 3.9e10 = 0.769..., where the alone ceiling
+// gives 100 GB/s / 150 = 0.667.
+TEST(Counters, TheCpuAddIsWeighedAgainstTheCeilingsOfItsTimeAloneAndBesideD2hs) {
+  StepMetrics m;
+  m.cpu_add_bytes = 30'000'000'000;
+  m.phase_ms[static_cast<int>(Phase::cpu_add)] = 300;
+  m.cpu_add_beside_d2h_ms = 200;
+  Ceilings cap;
+  cap.host_add_gbps = 150;
+  cap.host_add_during_d2h_gbps = 120;
+  EXPECT_DOUBLE_EQ(cpu_add_frac_shared_ceiling(m, cap), 3e10 / 3.9e10);
+  CaseTotals t(1);
+  t.add(m, {m});
+  benchmark::UserCounters c;
+  write_counters(c, t, Prediction{}, cap, unchecked(), 1);
+  EXPECT_DOUBLE_EQ(c.at("cpu_add_frac_shared_ceiling").value, 3e10 / 3.9e10);
+  EXPECT_NEAR(c.at("cpu_add_frac_ceiling").value, 100.0 / 150, 1e-12);
+  // Never beside D2Hs for longer than it ran (the two clocks' placement may differ by
+  // microseconds).
+  m.cpu_add_beside_d2h_ms = 301;
+  EXPECT_DOUBLE_EQ(cpu_add_frac_shared_ceiling(m, cap), 3e10 / (300 * 120 * 1e6));
+  // No figure without both ceilings, the add's time or its bytes (the host backend: no ceilings).
+  cap.host_add_during_d2h_gbps = 0;
+  EXPECT_EQ(cpu_add_frac_shared_ceiling(m, cap), 0);
+  benchmark::UserCounters none;
+  write_counters(none, t, Prediction{}, cap, unchecked(), 1);
+  EXPECT_EQ(none.count("cpu_add_frac_shared_ceiling"), 0u);
+  cap.host_add_during_d2h_gbps = 120;
+  m.cpu_add_bytes = 0;
+  EXPECT_EQ(cpu_add_frac_shared_ceiling(m, cap), 0);
+}
+
 TEST(Counters, BusBandwidthIsOverTheLinkTimeAndOverlapIsTheHiddenShare) {
   CaseTotals t(2);
   StepMetrics m = step(10, 0, 0, 0);

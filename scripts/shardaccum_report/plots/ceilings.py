@@ -9,14 +9,24 @@ from matplotlib import colormaps
 
 from .. import analysis
 from ..case import registry_of
-from ..counters import CEILING_FRACTIONS
+from ..counters import CEILING_FRACTIONS, CeilingFraction
 from ..loading import Case
 from .style import new_figure, save, styled
 
 
+def column_label(f: CeilingFraction, ceilings: dict[str, float]) -> str:
+    """A column's name under the heat map: the phase and its ceiling in GB/s, or both ceilings of a
+    fraction weighed by time (the CPU add alone and beside D2Hs)."""
+    gbps, alone = ceilings.get(f.ceiling_key), ceilings.get(f.alone_key) if f.alone_key else None
+    if gbps and alone:
+        return f"{f.label}\n{alone:,.0f} alone,\n{gbps:,.0f} beside D2H GB/s"
+    return f"{f.label}\n{gbps:,.0f} GB/s" if gbps else f.label
+
+
 @styled
 def plot_ceilings(cases: list[Case], ceilings: dict[str, float], path: Path, title: str) -> Path | None:
-    """One heat map per schedule: strategies × phases (H2D, D2H, accumulate, CPU add, reduce-scatter),
+    """One heat map per schedule: strategies × phases (H2D, D2H, accumulate, CPU add, the CPU add against the
+    host memory it shared, reduce-scatter),
     each cell the fraction (0..1, shown in %) of its ceiling in GB/s, named under the column.
     Phases a case did not run are grey '–'. Returns None when no case has a *_frac_ceiling counter."""
     fracs = [f for f in CEILING_FRACTIONS if any(c.value(f.counter) is not None for c in cases)]
@@ -29,10 +39,7 @@ def plot_ceilings(cases: list[Case], ceilings: dict[str, float], path: Path, tit
     n = len(per_schedule)
     fig = new_figure(0.75 * len(fracs) * n + 4.2, 0.36 * len(strategies) + 2.6)
     axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
-    labels = []
-    for f in fracs:
-        gbps = ceilings.get(f.ceiling_key)
-        labels.append(f"{f.label}\n{gbps:,.0f} GB/s" if gbps else f.label)
+    labels = [column_label(f, ceilings) for f in fracs]
     image = None
     for ax, (schedule, group) in zip(axes, per_schedule.items()):
         grid = np.full((len(strategies), len(fracs)), np.nan)
