@@ -3,7 +3,8 @@
 // 0.97 of its bound_ms at the ceilings the same backend measured (3% for the ceilings' own noise),
 // the host add's and host memory's raised to what the case's own work reached, as the benchmark
 // writes it (write_bound_counters). On one H200 (2026-12-04) the host add alone raised put the
-// cpu-add cases' critical path up to 3% above their steps.
+// cpu-add cases' critical path up to 3% above their steps. The cpu-add cases also place their CPU
+// adds beside their D2Hs (cpu_add_beside_d2h_ms, within the add's own time).
 #include <gtest/gtest.h>
 
 #include "bench/bound_counters.hpp"
@@ -28,7 +29,7 @@ TEST(GpuBound, EveryCaseTakesAtLeastItsBound) {
   const Ceilings c = be->ceilings();
   ASSERT_TRUE(c.measured());
   const Layout layout = load_layout("uniform:4x16M", {});
-  int cases = 0;
+  int cases = 0, cpu_add_cases = 0, cpu_adds_beside = 0;
   for (const StrategySpec& s : default_strategies())
     for (const CanonicalSchedule& cs : kCanonicalSchedules) {
       const CasePlan plan{layout,
@@ -54,9 +55,21 @@ TEST(GpuBound, EveryCaseTakesAtLeastItsBound) {
       const std::string by = write_bound_counters(counters, t, plan, c, 1);
       ASSERT_TRUE(counters.count("bound_ms")) << by;
       EXPECT_GE(sum_ms / 3, 0.97 * counters.at("bound_ms").value) << "bound by " << by;
+      // The CPU add's time beside D2Hs (cpu_add_frac_shared_ceiling's weight) is part of its time.
+      const double add_ms = t.sum.phase_ms[static_cast<int>(Phase::cpu_add)];
+      EXPECT_GE(t.sum.cpu_add_beside_d2h_ms, 0);
+      EXPECT_LE(t.sum.cpu_add_beside_d2h_ms, add_ms + 1e-6);
+      if (t.sum.cpu_add_bytes > 0) {
+        ++cpu_add_cases;
+        if (t.sum.cpu_add_beside_d2h_ms > 0) ++cpu_adds_beside;
+      }
       ++cases;
     }
   EXPECT_GT(cases, 0);
+  // cpu-add overlaps a unit's add with the next units' D2Hs: some of its cases must show it.
+  EXPECT_GT(cpu_add_cases, 0);
+  EXPECT_GT(cpu_adds_beside, 0) << "no CPU add placed beside a D2H in " << cpu_add_cases
+                                << " cases";
 }
 
 }  // namespace
