@@ -105,24 +105,36 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
 }
 
 /// A single-valued flag given twice (`--warmup 1 --warmup 2`): CLI11 would say "At Most 1 required
-/// but received 2"; name the flag and both values instead. List flags (TakeAll) add up by design.
+/// but received 2"; name the flag and both values instead. List flags (TakeAll) add up by design; a
+/// switch may repeat as long as it says the same (`--list --list`, not `--list=true --list=false`,
+/// where CLI11 would silently keep one). Google Benchmark's own flags keep its rule, the last
+/// counts (ListCli.HonoursBenchmarkFilterAsGoogleBenchmarkDoes), but for --benchmark_out, refused
+/// twice by plan_benchmark_out.
 void check_single_flags_once(const CLI::App& app, const std::vector<std::string>& args) {
-  std::map<const CLI::Option*, std::string> seen;  // the first value given, by option
+  std::map<std::string, std::string> seen;  // the first value given, by flag name
+  const auto once = [&](const std::string& name, const std::string& value, bool same_is_ok) {
+    const auto [it, first] = seen.emplace(name, value);
+    if (!first && !(same_is_ok && it->second == value))
+      throw CliError(name + " is given twice (" +
+                     brief(it->second.empty() ? "without a value" : it->second) + " and " +
+                     brief(value.empty() ? "without a value" : value) +
+                     "): it takes one value; give it once");
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
     const size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
     const CLI::Option* opt = app.get_option_no_throw(name);
-    if (opt == nullptr || opt->get_items_expected_min() == 0) continue;
+    if (opt == nullptr) continue;
+    if (opt->get_items_expected_min() == 0) {  // a switch: `--list` or `--list=VALUE`
+      once(name, eq == std::string::npos ? "" : a.substr(eq + 1), true);
+      continue;
+    }
     const std::string value =
         eq != std::string::npos ? a.substr(eq + 1) : (i + 1 < args.size() ? args[i + 1] : "");
     if (eq == std::string::npos) ++i;  // its value
-    if (opt->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw) continue;
-    const auto [it, first] = seen.emplace(opt, value);
-    if (!first)
-      throw CliError(name + " is given twice (" + brief(it->second) + " and " + brief(value) +
-                     "): it takes one value; give it once");
+    if (opt->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) once(name, value, false);
   }
 }
 

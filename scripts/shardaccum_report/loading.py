@@ -286,6 +286,7 @@ class Run:
 
 
 def _read_json(path: Path) -> object:
+    strict_json.refuse_special_file(path, "Google Benchmark JSON")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -86,6 +86,7 @@ def _load(path: Path) -> dict:
     # NaN allowed: a part may hold it (Google Benchmark's JSON writer prints a counter it cannot
     # compute so), which the merge turns into null rather than refuse.
     what = "the output of shardaccum_bench --part I/N --benchmark_out=FILE --benchmark_out_format=json"
+    strict_json.refuse_special_file(path, what)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:

@@ -8,7 +8,9 @@ NaN and Infinity by default and raises RecursionError on deep nesting, so the to
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 from .errors import InputError
 
@@ -56,6 +58,18 @@ def _line_of(text: str, token: str) -> str:
         if m.group(1) == token:
             return f" at line {text.count(chr(10), 0, m.start(1)) + 1}"
     return ""
+
+
+def refuse_special_file(path, what: str) -> None:
+    """Raises InputError naming `path` when it exists and is neither a regular file nor a directory (a
+    device such as /dev/zero, a FIFO): reading it to the end could take all memory or never end. `what`
+    names the expected content (e.g. "Google Benchmark JSON")."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing or unreadable: the read that follows says so
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(str(path), f"is not a regular file (a device or a pipe); give {what}")
 
 
 def loads(text: str, where: str, what: str, allow_nan: bool = False) -> object:

@@ -120,6 +120,7 @@ def event_number(e: dict, key: str, where: str, i: int) -> float:
 
 def _read(path: Path) -> object:
     where = str(path)
+    strict_json.refuse_special_file(path, "a Perfetto/Chrome trace JSON (.json or .json.gz)")
     try:
         raw = path.read_bytes()
         # gzip (the committed reference traces are trace.json.gz; Perfetto opens them too).

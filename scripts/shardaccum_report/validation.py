@@ -288,12 +288,12 @@ def _cells(row: Row) -> list[str]:
 def _pair_labels(rows: list[Row]) -> dict[str, str]:
     """A short label per real case, e.g. 'zero3 · gpt2-xl · SSSS · offload cpu', so that the tables name a
     pair in a few words rather than by two names of 150 characters; world size, dtype and tokens are
-    added only where two real cases would otherwise share a label."""
+    added only where two real cases would otherwise share a label. Escaped for a Markdown table cell."""
     keys = {r.case: parse_real_name(r.case) for r in rows}
     short = {c: f"{k.system} · {k.model} · {k.schedule} · offload {k.offload}" for c, k in keys.items()}
     clash = {v for v in short.values() if list(short.values()).count(v) > 1}
-    return {c: short[c] if short[c] not in clash else
-            f"{short[c]} · world {k.world} · {k.dtype}" + (f" · T={k.tokens}" if k.tokens else "")
+    return {c: tables.escape(short[c] if short[c] not in clash else
+                             f"{short[c]} · world {k.world} · {k.dtype}" + (f" · T={k.tokens}" if k.tokens else ""))
             for c, k in keys.items()}
 
 

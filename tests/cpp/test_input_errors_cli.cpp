@@ -112,6 +112,11 @@ const std::vector<Row> kRows = {
      2,
      {"--warmup is given twice (1 and 2)", "give it once"}},
     {"SeedTwiceApart", "--seed 3 --preset fsdp2 --seed 4", 2, {"--seed is given twice (3 and 4)"}},
+    {"SwitchTwiceSaysTwoThings",
+     "--tf32=true --tf32=false",
+     2,
+     {"--tf32 is given twice (true and false)"}},
+    {"SwitchTwiceSaysOneThing", "--list --preset fsdp2 --schedule sync", 0, {"1 case on backend host"}},
     // Integers: decimal only, with ranges.
     {"SeedNegative", "--seed -1", 2, {"--seed -1", "0..18446744073709551615"}},
     {"SeedTwoTo64", "--seed 18446744073709551616", 2, {"--seed", "0..18446744073709551615"}},

@@ -177,3 +177,15 @@ def test_an_integer_of_thousands_of_digits_is_bad_input_in_every_tool(tmp_path):
                  run_script("check_trace.py", bad, bad)):
         _assert_bad_input(proc, bad, "an integer of 5000 digits")
     assert not (tmp_path / "out").exists() and not (tmp_path / "m.json").exists()
+
+
+def test_a_device_file_is_bad_input_in_every_tool_before_it_is_read(tmp_path):
+    # /dev/zero never ends: read to its end it took all memory (merge.py was killed, rc 137).
+    dev = "/dev/zero"
+    for proc in (run_script("report.py", dev, "--name", "x", "--out-dir", tmp_path / "out"),
+                 run_script("report.py", HOST_FIXTURE, "--trace", dev, "--name", "x", "--out-dir", tmp_path / "out"),
+                 run_script("compare.py", HOST_FIXTURE, dev),
+                 run_script("merge.py", dev, "--out", tmp_path / "m.json")):
+        assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+        assert f"{dev}: is not a regular file (a device or a pipe)" in proc.stderr, proc.stderr[-500:]
+    assert not (tmp_path / "out").exists() and not (tmp_path / "m.json").exists()
