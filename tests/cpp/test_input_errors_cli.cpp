@@ -116,7 +116,10 @@ const std::vector<Row> kRows = {
      "--tf32=true --tf32=false",
      2,
      {"--tf32 is given twice (true and false)"}},
-    {"SwitchTwiceSaysOneThing", "--list --preset fsdp2 --schedule sync", 0, {"1 case on backend host"}},
+    {"SwitchTwiceSaysOneThing",
+     "--list --preset fsdp2 --schedule sync",
+     0,
+     {"1 case on backend host"}},
     // Integers: decimal only, with ranges.
     {"SeedNegative", "--seed -1", 2, {"--seed -1", "0..18446744073709551615"}},
     {"SeedTwoTo64", "--seed 18446744073709551616", 2, {"--seed", "0..18446744073709551615"}},
