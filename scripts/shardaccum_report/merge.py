@@ -84,14 +84,15 @@ def _strict(value):
 
 def _load(path: Path) -> dict:
     # NaN allowed: a part may hold it (Google Benchmark's JSON writer prints a counter it cannot
-    # compute so), which the merge turns into null rather than refuse.
+    # compute so), which the merge turns into null rather than refuse. Huge numbers are refused here:
+    # the merge copies values on without reading them field by field as report.py does.
     what = "the output of shardaccum_bench --part I/N --benchmark_out=FILE --benchmark_out_format=json"
     strict_json.refuse_special_file(path, what)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text ({e.reason} at byte {e.start}); give {what}") from None
-    doc = strict_json.loads(text, str(path), what, allow_nan=True)
+    doc = strict_json.loads(text, str(path), what, allow_nan=True, refuse_huge=True)
     if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict) or \
             not isinstance(doc.get("benchmarks"), list):
         raise InputError(str(path), "not a Google Benchmark JSON result (needs 'context' and 'benchmarks')")

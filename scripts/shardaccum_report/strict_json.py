@@ -52,6 +52,31 @@ def bounded_int(text: str) -> int:
     return int(text)
 
 
+def _magnitude_int(text: str) -> int:
+    """bounded_int, and HugeInteger beyond MAX_MAGNITUDE (loads' refuse_huge)."""
+    value = bounded_int(text)
+    if abs(value) > MAX_MAGNITUDE:
+        raise HugeInteger(len(text.lstrip("-")))
+    return value
+
+
+class HugeNumber(ValueError):
+    """A JSON number whose float is infinite or beyond MAX_MAGNITUDE (1e400 reads as inf)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
+def _magnitude_float(text: str) -> float:
+    """json.loads' parse_float under loads' refuse_huge: float(text), or HugeNumber beyond MAX_MAGNITUDE
+    (1e400 is inf in Python, which merge.py wrote on as null)."""
+    value = float(text)
+    if not abs(value) <= MAX_MAGNITUDE:
+        raise HugeNumber(text)
+    return value
+
+
 def _line_of(text: str, token: str) -> str:
     """' at line N' of the first value position holding `token`, or '' when it cannot be placed."""
     for m in _TOKEN_AT.finditer(text):
@@ -72,22 +97,29 @@ def refuse_special_file(path, what: str) -> None:
         raise InputError(str(path), f"is not a regular file (a device or a pipe); give {what}")
 
 
-def loads(text: str, where: str, what: str, allow_nan: bool = False) -> object:
+def loads(text: str, where: str, what: str, allow_nan: bool = False, refuse_huge: bool = False) -> object:
     """Parses `text` (the content of file `where`) as strict JSON.
 
     Raises InputError naming `where` for invalid JSON, a NaN/Infinity/-Infinity token (not JSON:
     the suite writes null for a missing value; read as a float where `allow_nan`, for merge.py,
-    which turns it into null), or nesting too deep for Python's parser. `what` names the expected
-    content in messages (e.g. "Google Benchmark JSON").
+    which turns it into null), or nesting too deep for Python's parser; where `refuse_huge`, also any
+    number beyond MAX_MAGNITUDE (for a tool that copies values on unread: report.py and compare.py refuse
+    them per field instead, naming the case and counter). `what` names the expected content in messages
+    (e.g. "Google Benchmark JSON").
     """
     try:
-        return json.loads(text, parse_constant=None if allow_nan else _refuse_constant, parse_int=bounded_int)
+        return json.loads(text, parse_constant=None if allow_nan else _refuse_constant,
+                          parse_int=_magnitude_int if refuse_huge else bounded_int,
+                          parse_float=_magnitude_float if refuse_huge else float)
     except _NonStandardToken as e:
         raise InputError(where, f"holds the token {e.token}{_line_of(text, e.token)}, which is not JSON; expected "
                                 f"strict {what} (shardaccum_bench writes null for a value it cannot compute: "
                                 "replace NaN, Infinity and -Infinity by null)") from None
     except HugeInteger as e:
         raise InputError(where, f"holds an integer of {e.digits} digits, beyond any value the suite writes "
+                                f"(|x| <= {MAX_MAGNITUDE:g}); expected {what}") from None
+    except HugeNumber as e:
+        raise InputError(where, f"holds the number {e.text[:40]}, beyond any value the suite writes "
                                 f"(|x| <= {MAX_MAGNITUDE:g}); expected {what}") from None
     except RecursionError:
         raise InputError(where, f"nested too deep to read (thousands of levels of [ or {{); {what} is a few "

@@ -134,6 +134,8 @@ def test_nan_becomes_null_and_null_stays_null(runs, tmp_path):
     (b"\xff\xfe{}", "not UTF-8 text"),
     (b"[" * 100000 + b"]" * 100000, "nested too deep to read"),
     (b'{"n": 1' + b"0" * 5000 + b"}", "holds an integer of 5001 digits"),
+    (b'{"n": 1' + b"0" * 400 + b"}", "holds an integer of 401 digits, beyond any value the suite writes"),
+    (b'{"n": 1e400}', "holds the number 1e400, beyond any value the suite writes"),
 ])
 def test_an_unreadable_part_is_refused_naming_the_file_and_what_to_give(runs, tmp_path, text, want):
     bad = tmp_path / "bad.json"
