@@ -55,6 +55,7 @@ copy or an NCCL call that the profile may not show as a kernel; the section says
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -291,7 +292,7 @@ def _pair_labels(rows: list[Row]) -> dict[str, str]:
     added only where two real cases would otherwise share a label. Escaped for a Markdown table cell."""
     keys = {r.case: parse_real_name(r.case) for r in rows}
     short = {c: f"{k.system} · {k.model} · {k.schedule} · offload {k.offload}" for c, k in keys.items()}
-    clash = {v for v in short.values() if list(short.values()).count(v) > 1}
+    clash = {v for v, n in Counter(short.values()).items() if n > 1}
     return {c: tables.escape(short[c] if short[c] not in clash else
                              f"{short[c]} · world {k.world} · {k.dtype}" + (f" · T={k.tokens}" if k.tokens else ""))
             for c, k in keys.items()}
