@@ -221,15 +221,16 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # #17: the limit strategies beside today's offloads, one H200, the reference layouts, K=4, SSSS,
     # the division at the end and in the collective, synthetic and gemm backward; then preset ideal.
     # At 123af7e the gemm run (32 cases) needed about 240 s: 150 s cut it at case 20.
-    # LIMIT_OFFLOADS (default all) narrows the offloads, LIMIT_DIR (default reports/h200-limit) moves it.
-    step "limit: uniform:16x64M and gpt2-xl, SSSS, offload ${LIMIT_OFFLOADS:-all}, division end/collective, synthetic and gemm"
+    # LIMIT_OFFLOADS (default all) narrows the offloads, LIMIT_DIVISIONS (default end,collective) the
+    # divisions (collective alone halves the two main runs), LIMIT_DIR (default reports/h200-limit) moves it.
+    step "limit: uniform:16x64M and gpt2-xl, SSSS, offload ${LIMIT_OFFLOADS:-all}, division ${LIMIT_DIVISIONS:-end,collective}, synthetic and gemm"
     D=${LIMIT_DIR:-reports/h200-limit}
     mkdir -p "$D"
     L=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule SSSS --cupti kernels --benchmark_out_format=json)
     for bw in synthetic gemm; do
       extra=(); [[ $bw == gemm ]] && extra=(--backward gemm --tokens 1024)
       timeout "${LIMIT_TIMEOUT:-300}" $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload "${LIMIT_OFFLOADS:-all}" \
-        --division end,collective --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
+        --division "${LIMIT_DIVISIONS:-end,collective}" --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
       echo "$bw: rc=$?"; grep -E 'error|FAILED|WRONG' "$D/$bw.log" | head -3
       timeout 80 $B "${L[@]}" "${extra[@]}" --preset ideal --trace "$D/trace-ideal-$bw.json" \
         --benchmark_out="$D/run-ideal-$bw.json" >"$D/ideal-$bw.log" 2>&1
