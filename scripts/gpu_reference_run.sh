@@ -227,14 +227,15 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
     # run's 300 s alone on 2026-12-06 and cut the rest. LIMIT_DIVISIONS (default end,collective) sets the
     # divisions (collective alone halves the two main runs), LIMIT_DIR (default reports/h200-limit) the folder.
     offloads=${LIMIT_OFFLOADS:-none,gpu-add,cpu-add,gpu-add-pipelined,cpu-add-pipelined}
-    step "limit: uniform:16x64M and gpt2-xl, SSSS, offload $offloads, division ${LIMIT_DIVISIONS:-end,collective}, synthetic and gemm"
+    divisions=${LIMIT_DIVISIONS:-end,collective}
+    step "limit: uniform:16x64M and gpt2-xl, SSSS, offload $offloads, division $divisions, synthetic and gemm"
     D=${LIMIT_DIR:-reports/h200-limit}
     mkdir -p "$D"
     L=(--model uniform:16x64M,gpt2-xl --world-size 1 --schedule SSSS --cupti kernels --benchmark_out_format=json)
     for bw in synthetic gemm; do
       extra=(); [[ $bw == gemm ]] && extra=(--backward gemm --tokens 1024)
       timeout "${LIMIT_TIMEOUT:-300}" $B "${L[@]}" "${extra[@]}" --binding data-free --mode flag --offload "$offloads" \
-        --division "${LIMIT_DIVISIONS:-end,collective}" --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
+        --division "$divisions" --trace "$D/trace-$bw.json" --benchmark_out="$D/run-$bw.json" >"$D/$bw.log" 2>&1
       echo "$bw: rc=$?"; grep -E 'error|FAILED|WRONG' "$D/$bw.log" | head -3
       timeout 80 $B "${L[@]}" "${extra[@]}" --preset ideal --trace "$D/trace-ideal-$bw.json" \
         --benchmark_out="$D/run-ideal-$bw.json" >"$D/ideal-$bw.log" 2>&1
