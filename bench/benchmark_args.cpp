@@ -1,6 +1,7 @@
 #include "bench/benchmark_args.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 #include <stdexcept>
@@ -50,6 +51,53 @@ size_t case_runs(size_t runs, const std::vector<std::string>& args) {
 bool lists_tests(const std::vector<std::string>& args) {
   return flag_value(args, "--benchmark_list_tests") == "true" ||
          std::find(args.begin(), args.end(), "--benchmark_list_tests") != args.end();
+}
+
+namespace {
+
+bool is_boolean(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* b : {"true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n"})
+    if (v == b) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string benchmark_flag_error(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  if (arg.rfind("--benchmark_", 0) != 0 || eq == std::string::npos) return {};
+  const std::string flag = arg.substr(0, eq), value = arg.substr(eq + 1);
+  if (flag == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" &&
+      value != "s")
+    return arg + ": expected ns, us, ms or s";
+  if (flag == "--benchmark_repetitions") {
+    const bool digits = !value.empty() && value.size() <= 4 &&
+                        std::all_of(value.begin(), value.end(),
+                                    [](unsigned char c) { return std::isdigit(c) != 0; });
+    const long n = digits ? std::atol(value.c_str()) : 0;
+    if (n < 1 || n > 1000) return arg + ": give 1 to 1000 repetitions (a decimal integer)";
+  }
+  if (flag == "--benchmark_min_time")
+    return arg + ": every case runs a fixed number of measured steps, which a minimum time never "
+                 "lengthens; give --steps N (and --benchmark_repetitions=N) instead";
+  if (flag == "--benchmark_color" && value != "auto" && !is_boolean(value))
+    return arg + ": expected auto, true or false";
+  for (const char* b : {"--benchmark_counters_tabular", "--benchmark_list_tests",
+                        "--benchmark_report_aggregates_only", "--benchmark_display_aggregates_only",
+                        "--benchmark_enable_random_interleaving"})
+    if (flag == b && !is_boolean(value)) return arg + ": expected true or false";
+  if (flag == "--benchmark_context") {
+    size_t start = 0;
+    while (start <= value.size()) {
+      const size_t comma = std::min(value.find(',', start), value.size());
+      const std::string pair = value.substr(start, comma - start);
+      if (pair.find('=') == std::string::npos || pair.front() == '=')
+        return arg + ": expected KEY=VALUE pairs separated by commas ('" + pair + "' has no KEY=)";
+      start = comma + 1;
+    }
+  }
+  return {};
 }
 
 }  // namespace shardaccum

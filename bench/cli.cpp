@@ -10,6 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "bench/benchmark_args.hpp"
 #include "bench/cli_suggest.hpp"
 #include "bench/cli_values.hpp"
 #include "bench/model_layouts.hpp"
@@ -207,8 +208,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
         a != "--benchmark_enable_random_interleaving")
       throw CliError(
           a + " needs its value after '=' (Google Benchmark's flags are --benchmark_NAME=VALUE)");
-    if (a.rfind("--benchmark_repetitions=", 0) == 0 && std::atol(a.c_str() + 24) < 1)
-      throw CliError(a + ": give at least 1 repetition");
+    if (const std::string bad = benchmark_flag_error(a); !bad.empty()) throw CliError(bad);
     if (a.rfind("--benchmark_out_format=", 0) == 0 && a != "--benchmark_out_format=json" &&
         a != "--benchmark_out_format=csv" && a != "--benchmark_out_format=console")
       throw CliError(a + ": expected json, csv or console");
@@ -266,9 +266,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
            joined(DivisionRegistry::get().names()) + " or all. Default: " + joined(dm.division));
   add_list(app, "--copy-in", o.copy_ins,
            joined(CopyInRegistry::get().names()) +
-               " or all, for every strategy (presets too). "
-               "Default: " +
-               std::string(kDefaultCopyIn));
+               " or all. Default: a preset's own (fsdp2 chunk-cat, fsdp1 and fairscale no-shard), "
+               "else " +
+               std::string(kDefaultCopyIn) + "; given, it replaces the presets' own too");
   add_list(app, "--lookahead", o.lookaheads,
            "Reduce-scatters in flight as the backward goes on: 0, 1, unbounded, buckets "
            "(DeepSpeed ZeRO-3's reduce buckets of 5e8 elements) or all. Default: a preset's own "
