@@ -228,7 +228,9 @@ ResultFile::ResultFile(std::string dest, std::string flag)
     : dest_(std::move(dest)), flag_(std::move(flag)), lock_path_(dest_ + ".lock") {
   for (;;) {
     lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (lock_fd_ < 0) throw std::runtime_error(errno_text("creating the lock file " + lock_path_));
+    if (lock_fd_ < 0)  // the flag's own path is the fix: name it, before any work (exit 2)
+      throw CliError(flag_ + dest_ + ": " + errno_text("creating the lock file " + lock_path_) +
+                     "; give a file in a folder this user can write");
     if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
       char buf[32] = {};

@@ -25,6 +25,15 @@ RunOutputs open_outputs_or_throw(BenchOptions& opts, bool reporter, int rank) {
   const std::vector<std::string> inputs = model_input_files(opts);
   if (!out.dest.empty()) refuse_overwriting_inputs("--benchmark_out=" + out.dest, out.dest, inputs);
   if (!opts.trace.empty()) refuse_overwriting_inputs("--trace " + opts.trace, opts.trace, inputs);
+  // Nor the running executable (a path typed one folder off, or a tab completion too far).
+  for (const auto& [flag, path] :
+       {std::pair{"--benchmark_out=", out.dest}, std::pair{"--trace ", opts.trace}}) {
+    std::error_code ec;
+    if (!path.empty() && std::filesystem::equivalent(path, "/proc/self/exe", ec) && !ec)
+      throw CliError(std::string(flag) + path +
+                     " is this shardaccum_bench executable: writing there would destroy it; give "
+                     "the output another name");
+  }
   if (!out.dest.empty() && !opts.trace.empty()) {
     std::error_code ec;
     const auto a = std::filesystem::weakly_canonical(out.dest, ec),

@@ -42,6 +42,33 @@ TEST_F(OutputPaths, ALinkLoopIsAnInputErrorNotACrash) {
   EXPECT_NE(r.err.find("--benchmark_out"), std::string::npos) << r.err;
 }
 
+TEST_F(OutputPaths, ATraceWhoseLockCannotBeCreatedNamesTraceNotBenchmarkOut) {
+  // /proc takes no new file, for root too: the lock beside the trace cannot be created.
+  const Result r = run(kSmall + "--trace /proc/shardaccum_no_such_trace.json");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--trace /proc/shardaccum_no_such_trace.json: creating the lock file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("--benchmark_out"), std::string::npos) << r.err;
+}
+
+TEST_F(OutputPaths, TheRunningExecutableIsNeverAnOutput) {
+  // A copy of the bench, so that a regression destroys the copy and not the suite's binary.
+  const std::string exe = dir_ + "/shardaccum_bench_copy";
+  std::filesystem::copy_file(SHARDACCUM_BENCH_EXE, exe);
+  const auto before = std::filesystem::file_size(exe);
+  for (const std::string flag : {"--benchmark_out=", "--trace "}) {
+    const std::string err = dir_ + "/err";
+    const int rc = shardaccum::testing::run_shell("'" + exe + "' " + kSmall + flag + exe +
+                                                  " >/dev/null 2>" + err);
+    EXPECT_EQ(rc, 2) << shardaccum::testing::slurp(err);
+    EXPECT_NE(shardaccum::testing::slurp(err).find("is this shardaccum_bench executable"),
+              std::string::npos)
+        << shardaccum::testing::slurp(err);
+    EXPECT_EQ(std::filesystem::file_size(exe), before);
+  }
+}
+
 TEST_F(OutputPaths, TraceAndResultsOnOneFileAreRefusedAndTheOldFileKept) {
   const std::string f = dir_ + "/same.json";
   std::ofstream(f) << "{\"old\": 1}";
