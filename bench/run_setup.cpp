@@ -11,6 +11,7 @@
 #include "bench/model_layouts.hpp"
 #include "bench/multiprocess_setup.hpp"
 #include "strategies/oracle.hpp"
+#include "strategies/preset/preset.hpp"
 #include "strategies/registry_json.hpp"
 
 namespace shardaccum {
@@ -36,23 +37,34 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
     const DivisionSteps div = division_steps(c.strategy.division, c.world_size);
     if (!oracle_resolves(c.dtypes, c.gen, k, c.world_size, div)) {
       const std::string& d = c.strategy.division;
-      // Name the division only where it is not the default: its roundings are what loosened it.
+      // A preset fixes its division (--preset refuses --division): its own axes are the way to
+      // another one. Name the division only where it is not the default: its roundings loosened it.
+      const PresetInfo* preset = PresetRegistry::get().of(c.strategy);
       const std::string division =
-          d == kDefaultDivision ? "" : ", division " + d + " (--division or the preset)";
+          d == kDefaultDivision ? "" : ", division " + d + (preset ? " (the preset's)" : "");
       std::string fixes = "use --dtype fp32-fp32-fp32";
-      if (d != kDefaultDivision) fixes += ", --division " + std::string(kDefaultDivision);
+      if (d != kDefaultDivision)
+        fixes += preset ? ", the preset's axes with --division " + std::string(kDefaultDivision) +
+                              " (--binding " + c.strategy.binding + " --offload " +
+                              c.strategy.offload + " --mode " + c.strategy.mode +
+                              " instead of --preset " + preset->name + ")"
+                        : ", --division " + std::string(kDefaultDivision);
       if (c.gen != GenMode::dyadic) fixes += ", --gen dyadic";
       fixes += d != kDefaultDivision
                    ? ", a smaller --k, or a world size that is a power of two (it divides exactly)"
                    : ", or a smaller --k or world size";
+      // The threshold oracle_resolves applies (strategies/oracle.cpp): below 0.25/K where the
+      // sums are exact (a lost micro-batch of one element is off by 1/K), else below half the
+      // norm-wise error of a lost micro-batch, about sqrt(1/K).
+      const double threshold =
+          sums_exact(c.dtypes, c.gen, k, c.world_size) ? 0.25 / k : 0.5 * std::sqrt(1.0 / k);
       throw CliError("--dtype " + c.dtypes.name() + " with --gen " +
                      (c.gen == GenMode::dyadic ? "dyadic" : "random") + ", K=" + std::to_string(k) +
                      ", world size " + std::to_string(c.world_size) + division + " (case " +
                      c.name() + "): the oracle's error bound (" +
                      std::to_string(error_bound(c.dtypes, c.gen, k, c.world_size, div)) +
-                     ") is too loose to tell a lost micro-batch (error about " +
-                     std::to_string(std::sqrt(1.0 / k)) +
-                     ", or 1/K on a unit of a few elements) from rounding; " + fixes);
+                     ") is not below " + std::to_string(threshold) +
+                     ", so it cannot tell a lost micro-batch from rounding; " + fixes);
     }
   }
 }

@@ -171,6 +171,20 @@ const std::vector<Row> kRows = {
      "--rendezvous 'tcp:[::1]:29600' --preset fsdp2 --schedule sync",
      0,
      {"1 case on backend host"}},
+    // An oracle bound too loose for the case: the threshold it missed, and fixes that apply (a
+    // preset refuses --division: its axes are the way to another division).
+    {"OracleTooLoosePreset",
+     "--model uniform:2x1K --world-size 6 --preset fsdp2 --dtype bf16-bf16-fp32 --schedule nnnS",
+     2,
+     {"is not below 0.062500", "division collective (the preset's)",
+      "--division end (--binding data-free --offload cpu-add-pageable --mode flag instead of "
+      "--preset fsdp2)"}},
+    {"OracleTooLooseAxes",
+     "--model uniform:2x1K --world-size 6 --binding data-free --offload none --mode flag "
+     "--division collective --dtype bf16-bf16-fp32 --copy-in chunk-cat --schedule nnnS",
+     2,
+     {"is not below 0.062500", "division collective (case",
+      "--dtype fp32-fp32-fp32, --division end,"}},
     // Dtype errors name the flag and the triples.
     {"DtypeUnknownElement",
      "--dtype fp16-fp16-fp32",
