@@ -90,6 +90,12 @@ const std::vector<CounterDef>& counter_table() {
       {"reduce_scatter_calls", "calls", K::per_step, field<&StepMetrics::reduce_scatter_calls>},
       {"accumulate_bytes", "bytes", K::per_step, field<&StepMetrics::accumulate_bytes>},
       {"cpu_add_bytes", "bytes", K::per_step, field<&StepMetrics::cpu_add_bytes>},
+      // The division axis's passes (read + write), on the device and on the host (`end` over an
+      // offloaded shard): docs/DESIGN.md §3.
+      {"division_device_bytes", "bytes", K::per_step, field<&StepMetrics::division_device_bytes>,
+       false, "model_division_device_bytes", &Prediction::division_device_bytes},
+      {"division_host_bytes", "bytes", K::per_step, field<&StepMetrics::division_host_bytes>, false,
+       "model_division_host_bytes", &Prediction::division_host_bytes},
       // h2d/d2h_bytes are CUPTI's then; the backend's own accounting beside them, and kernel times.
       {"accounted_h2d_bytes", "bytes", K::per_step, field<&StepMetrics::accounted_h2d_bytes>, true},
       {"accounted_d2h_bytes", "bytes", K::per_step, field<&StepMetrics::accounted_d2h_bytes>, true},
