@@ -18,7 +18,8 @@ The main job of shardaccum, the first command to run on a fresh machine:
   3. runs shardaccum_bench --backend auto over its default matrix: on 2 or more GPUs, llama2-7b on
      every visible GPU; on one GPU the single-GPU reference job (uniform:16x64M and gpt2-xl, 1 warm-up
      and 2 measured steps); on a machine with no GPU, the host backend (uniform:8x1M, world size 2,
-     K=4, every strategy and schedule; minutes on 2 cores, more under load), whose times are host
+     K=4, the default matrix's 16 strategies and the 5 presets on the 4 canonical schedules less
+     zero3 on nSnS and SnSS: 82 cases; minutes on 2 cores, more under load), whose times are host
      wall-clock,
   3b. on GPUs, with a CUDA torch importable, the real systems on the same workload
      (scripts/run_real.sh: PyTorch FSDP2 and FSDP1, bench/real/run.py, offload cpu and none), written
@@ -161,7 +162,26 @@ cleanup() {
   return 0
 }
 trap cleanup EXIT
-trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP   # through cleanup
+# bash runs a trap only once the foreground command has ended: the benchmark and the real systems
+# run in the background (run_child) so that a signal to this script stops them at once, with TERM
+# (a background job of a script ignores INT), and they clean up their own partial files.
+child=""
+on_signal() {
+  if [[ -n "$child" ]]; then
+    kill -TERM "$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  exit "$1"   # through cleanup
+}
+run_child() {
+  "$@" &
+  child=$!
+  local rc=0
+  wait "$child" || rc=$?
+  child=""
+  return "$rc"
+}
+trap 'on_signal 130' INT; trap 'on_signal 143' TERM; trap 'on_signal 129' HUP
 if ! "$SA_BENCH" --list ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
       >/dev/null 2>"$list_err"; then
   cat "$list_err" >&2
@@ -227,7 +247,7 @@ for a in ${bench_args[@]+"${bench_args[@]}"}; do [[ "$a" == --check || "$a" == -
 sa_say "running $n_cases cases on backend $backend; results go to $report_dir/run.json"
 t_run=$SECONDS
 set +e
-"$SA_BENCH" ${backend_args[@]+"${backend_args[@]}"} ${check_args[@]+"${check_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
+run_child "$SA_BENCH" ${backend_args[@]+"${backend_args[@]}"} ${check_args[@]+"${check_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
   ${trace_args[@]+"${trace_args[@]}"} --benchmark_out="$out_json" --benchmark_out_format=json
 rc=$?
 set -e
@@ -273,7 +293,7 @@ if (( real )) && [[ "$backend" == cuda && -n "$part" ]]; then
   sa_say "the real systems are not run for one part (--part $part) of a matrix: run them on the merged run.json with scripts/run_real.sh"
 elif (( real )) && [[ "$backend" == cuda ]]; then
   set +e
-  "$SA_ROOT/scripts/run_real.sh" --bench "$SA_BENCH" "$stage_dir/run.json" "$stage_dir"
+  run_child "$SA_ROOT/scripts/run_real.sh" --bench "$SA_BENCH" "$stage_dir/run.json" "$stage_dir"
   rc=$?
   set -e
   case $rc in
