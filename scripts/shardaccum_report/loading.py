@@ -7,6 +7,7 @@ case simply has no value for them, and the report says so).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -324,10 +325,24 @@ def _entry_times_ms(entry: dict, where: str, i: int) -> tuple[float | None, floa
     return (None if real is None else real * scale), (None if cpu is None else cpu * scale)
 
 
+# The suite's counters by their names' endings (bench/counters.cpp): a number or null, never text.
+_NUMERIC_COUNTER = re.compile(r"(_ms|_bytes|_gbps|_tflops|_ratio|_frac\w*|_err|_bound|_calls|_fraction|_gelems)"
+                              r"(_rank\d+)?$|^correct$")
+
+
 def _counters(entry: dict, where: str, i: int) -> dict[str, float]:
-    """The entry's counters; a null one (Google Benchmark's NaN, written as null) is left out."""
+    """The entry's counters; a null one (Google Benchmark's NaN, written as null) is left out.
+
+    Raises InputError naming the case and the field when one of the suite's counters (by its name,
+    _NUMERIC_COUNTER) holds text, a boolean, a list or an object: the file was edited or is not the
+    suite's, and reading the counter as missing would draw, say, a step's spread without its step."""
     found = {}
     for key in entry:
+        raw = entry[key]
+        if isinstance(raw, (str, bool, list, dict)) and _NUMERIC_COUNTER.search(key):
+            shown = json.dumps(raw)[:40]
+            raise InputError(where, f"benchmarks[{i}] ({entry.get('name')}): '{key}' = {shown} is not a number; "
+                                    "the suite writes every counter as a number (or null)")
         number = _number(entry, key, where, i)
         if number is not None and key not in _STANDARD_FIELDS and key not in _CASE_FIELDS:
             found[key] = number

@@ -102,6 +102,19 @@ def test_failed_case_is_an_error_with_its_message(tmp_path):
     assert failed[0].value("step_ms") is None
 
 
+@pytest.mark.parametrize("field, value", [("step_ms", "fast"), ("step_ms", "12"), ("d2h_bytes", True),
+                                          ("correct", "yes"), ("step_ms_rank1", [1.0])])
+def test_a_counter_holding_text_is_an_input_error_naming_it(tmp_path, host_doc, field, value):
+    # Read as missing, a text step_ms once drew its spread without a step (a TypeError in a plot).
+    doc = json.loads(json.dumps(host_doc))
+    doc["benchmarks"][3][field] = value
+    path = write_doc(doc, tmp_path / "text.json")
+    with pytest.raises(InputError) as e:
+        load_runs([path])
+    assert str(path) in str(e.value) and f"'{field}' = " in str(e.value) and "is not a number" in str(e.value)
+    assert doc["benchmarks"][3]["name"] in str(e.value)
+
+
 def test_other_benchmark_families_are_left_out_with_a_note(tmp_path, host_doc):
     doc = json.loads(json.dumps(host_doc))
     doc["benchmarks"].append({"name": "ceiling/h2d", "run_name": "ceiling/h2d", "run_type": "iteration",
