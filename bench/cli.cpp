@@ -451,6 +451,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.backward != "synthetic" && o.backward != "gemm")
     throw CliError("--backward '" + brief(o.backward) + "': expected synthetic or gemm");
   o.tokens_given = app.count("--tokens") > 0;
+  o.trace_steps_given = app.count("--trace-steps") > 0;
   // 65536 keeps every GEMM's sums of products exact in fp32 (launch_gemm_operands, cuda_gemm.hpp).
   o.tokens = static_cast<uint64_t>(
       parse_int_flag(tokens_s, "--tokens", 1, static_cast<int64_t>(kMaxGemmTokens),

@@ -27,10 +27,11 @@ struct BenchOptions {
        steps_given = false;     // on the command line: the default job keeps them
   std::string check = "every";  // --check every|last: the measured steps the oracle checks
   std::string gen = "dyadic";
-  std::string backward = "synthetic";         // --backward synthetic|gemm (docs/DESIGN.md §2)
-  uint64_t tokens = 1024;                     // --tokens T: the GEMMs' token rows (gemm only)
-  bool tokens_given = false;                  // an explicit --tokens with synthetic is a flag error
-  bool tf32 = false;                          // --tf32: fp32 GEMMs may use TF32 tensor cores
+  std::string backward = "synthetic";  // --backward synthetic|gemm (docs/DESIGN.md §2)
+  uint64_t tokens = 1024;              // --tokens T: the GEMMs' token rows (gemm only)
+  bool tokens_given = false;           // an explicit --tokens with synthetic is a flag error
+  bool trace_steps_given = false;      // --trace-steps without --trace records nothing: a note
+  bool tf32 = false;                   // --tf32: fp32 GEMMs may use TF32 tensor cores
   uint64_t chunk_bytes = kDefaultChunkBytes;  // --chunk-bytes: the pipelined offloads' chunk
   uint64_t seed = 0x5a5a;
   int threads = 0;  // host threads per rank for adds; 0: hardware threads / world size

@@ -282,6 +282,10 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     a.notes.push_back("--host-threads " + host_threads_text(o.host_threads) +
                       ": no case of this run has offload cpu-add-pageable (the fsdp2 preset's), "
                       "whose CPU add it sets; it changes nothing here");
+  if (o.trace_steps_given && o.trace.empty())
+    a.notes.push_back(
+        "--trace-steps " + std::to_string(o.trace_steps) +
+        ": no --trace FILE is given, so no step is recorded; it changes nothing here");
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

@@ -103,6 +103,15 @@ TEST(HostThreads, GivenToARunWithoutTheirOffloadItIsANote) {
   EXPECT_TRUE(axes({"--offload", "gpu-add"}).notes.empty());  // auto, the default: nothing said
 }
 
+TEST(TraceSteps, GivenWithoutATraceItIsANote) {
+  const MatrixAxes a = axes({"--offload", "none", "--trace-steps", "5"});
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("--trace-steps 5: no --trace FILE is given"), std::string::npos)
+      << a.notes[0];
+  EXPECT_TRUE(axes({"--offload", "none", "--trace-steps", "5", "--trace", "t.json"}).notes.empty());
+  EXPECT_TRUE(axes({"--offload", "none"}).notes.empty());
+}
+
 TEST(ModelAxis, AllIsEveryShippedConfig) {
   size_t shipped = 0;
   for (const auto& f : std::filesystem::directory_iterator(SHARDACCUM_CONFIG_DIR))
