@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     target = Path(out_dir) / name
     inputs = list(paths) + list(traces or [])
     refuse_folder_over_inputs(target, carried_over, inputs, "--name/--out-dir")
+    _check_writable(target)
     run, real = load_inputs(paths)
     for why in stale_namesakes(target, inputs):
         print(f"report.py: warning: {why}", file=sys.stderr)
@@ -104,6 +106,19 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real, budget), encoding="utf-8")
     return target / "README.md"
+
+
+def _check_writable(target: Path) -> None:
+    """Raises InputError naming --out-dir/--name when the report folder `target` cannot be made (a
+    parent this user cannot write, /proc, a name over the file system's 255 bytes), before any input
+    is read: the error then names the flags and the folder, not the temporary beside it."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=target.parent)).rmdir()
+    except OSError as e:
+        raise InputError("--out-dir/--name", f"cannot make the report folder {target}: {e.strerror or e}; give an "
+                                             "--out-dir this user can write and a --name of at most 200 "
+                                             "characters") from None
 
 
 def stale_namesakes(target: Path, inputs: list[str | Path]) -> list[str]:

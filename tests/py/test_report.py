@@ -243,6 +243,17 @@ def test_bad_report_names_exit_2(tmp_path, name):
     assert list(Path(tmp_path).iterdir()) == []
 
 
+@pytest.mark.parametrize("where", ["proc", "long-name"])
+def test_a_report_folder_that_cannot_be_made_names_the_flags_and_the_folder(tmp_path, where):
+    out, name = ("/proc", "r") if where == "proc" else (tmp_path, "a" * 300)
+    proc = run_script("report.py", HOST_FIXTURE, "--name", name, "--out-dir", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "--out-dir/--name: cannot make the report folder" in proc.stderr and f"{out}/{name[:50]}" in proc.stderr
+    assert ".tmp-" not in proc.stderr and ".probe-" not in proc.stderr and "Traceback" not in proc.stderr
+    if where == "long-name":
+        assert list(Path(tmp_path).iterdir()) == []
+
+
 def test_pareto_labels_of_front_points_on_one_spot_are_merged(monkeypatch):
     from types import SimpleNamespace
 
