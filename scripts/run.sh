@@ -50,7 +50,8 @@ options:
   --no-real       do not run the real systems (step 3b)
   -h, --help      this text
   -- FLAGS...     passed to shardaccum_bench as they are (an option run.sh does not know is passed
-                  on too); see build/bench/shardaccum_bench --help. With --trace FILE among them,
+                  on too); see shardaccum_bench --help (build-host/bench/ with no GPU, build/bench/
+                  with one). With --trace FILE among them,
                   the trace goes to FILE, whole, and the report draws from it
 
 examples:

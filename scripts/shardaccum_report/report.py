@@ -81,7 +81,6 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     target = Path(out_dir) / name
     inputs = list(paths) + list(traces or [])
     refuse_folder_over_inputs(target, carried_over, inputs, "--name/--out-dir")
-    _check_writable(target)
     run, real = load_inputs(paths)
     for why in stale_namesakes(target, inputs):
         print(f"report.py: warning: {why}", file=sys.stderr)
@@ -89,6 +88,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
         if traces:
             raise InputError(traces[0], "a trace is drawn beside its suite run's cases; the inputs hold real-system "
                                         "runs only (give the shardaccum_bench run JSON too)")
+        _check_writable(target)
         with atomic_directory(target) as tmp:
             (tmp / "README.md").write_text(render_real_only(real, name, tmp), encoding="utf-8")
         return target / "README.md"
@@ -103,6 +103,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     for why in refused:
         print(f"report.py: warning: {why}", file=sys.stderr)
     trace_set = TraceSet(drawn, found is not None, refused=refused)
+    _check_writable(target)
     with atomic_directory(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real, budget), encoding="utf-8")
     return target / "README.md"
@@ -110,8 +111,9 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
 
 def _check_writable(target: Path) -> None:
     """Raises InputError naming --out-dir/--name when the report folder `target` cannot be made (a
-    parent this user cannot write, /proc, a name over the file system's 255 bytes), before any input
-    is read: the error then names the flags and the folder, not the temporary beside it."""
+    parent this user cannot write, /proc, a name over the file system's 255 bytes), once the inputs
+    and traces are read (a bad one leaves no --out-dir behind) and before any plot: the error then names the
+    flags and the folder, not the temporary beside it."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         Path(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=target.parent)).rmdir()
