@@ -71,6 +71,8 @@ std::string benchmark_flag_error(const std::string& arg) {
   if (flag == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" &&
       value != "s")
     return arg + ": expected ns, us, ms or s";
+  if (flag == "--benchmark_out_format" && value != "json" && value != "csv" && value != "console")
+    return arg + ": expected json, csv or console";
   if (flag == "--benchmark_repetitions") {
     const bool digits = !value.empty() && value.size() <= 4 &&
                         std::all_of(value.begin(), value.end(),

@@ -35,7 +35,8 @@ bool lists_tests(const std::vector<std::string>& args);
 /// The error for one Google Benchmark argument "--benchmark_NAME=VALUE" whose value GB would take
 /// silently or answer with its usage text and exit 0 (its flag parser falls back to a default, or
 /// prints usage, for a bad value), or empty when it is fine or not one of these flags:
-/// --benchmark_time_unit (ns, us, ms, s), --benchmark_repetitions (1..1000, decimal, as --steps),
+/// --benchmark_time_unit (ns, us, ms, s), --benchmark_out_format (json, csv, console),
+/// --benchmark_repetitions (1..1000, decimal, as --steps),
 /// the boolean flags (true/false, yes/no, on/off, 1/0, t/f, y/n; --benchmark_color also auto),
 /// --benchmark_context (KEY=VALUE pairs, comma-separated), and --benchmark_min_time, refused
 /// because every case runs a fixed number of iterations (--steps), which GB's minimum time never

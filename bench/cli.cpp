@@ -209,9 +209,6 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
       throw CliError(
           a + " needs its value after '=' (Google Benchmark's flags are --benchmark_NAME=VALUE)");
     if (const std::string bad = benchmark_flag_error(a); !bad.empty()) throw CliError(bad);
-    if (a.rfind("--benchmark_out_format=", 0) == 0 && a != "--benchmark_out_format=json" &&
-        a != "--benchmark_out_format=csv" && a != "--benchmark_out_format=console")
-      throw CliError(a + ": expected json, csv or console");
     // CLI11 reads `--flag=` as "the value is the next argument": an empty value is an error here.
     if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1)
       throw CliError(a + " has an empty value: give one after '=' (or leave the flag out)");

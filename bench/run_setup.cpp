@@ -1,6 +1,5 @@
 #include "bench/run_setup.hpp"
 
-#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
@@ -53,11 +52,7 @@ void validate_cases(const std::vector<CaseSpec>& cases) {
       fixes += d != kDefaultDivision
                    ? ", a smaller --k, or a world size that is a power of two (it divides exactly)"
                    : ", or a smaller --k or world size";
-      // The threshold oracle_resolves applies (strategies/oracle.cpp): below 0.25/K where the
-      // sums are exact (a lost micro-batch of one element is off by 1/K), else below half the
-      // norm-wise error of a lost micro-batch, about sqrt(1/K).
-      const double threshold =
-          sums_exact(c.dtypes, c.gen, k, c.world_size) ? 0.25 / k : 0.5 * std::sqrt(1.0 / k);
+      const double threshold = oracle_threshold(c.dtypes, c.gen, k, c.world_size);
       throw CliError("--dtype " + c.dtypes.name() + " with --gen " +
                      (c.gen == GenMode::dyadic ? "dyadic" : "random") + ", K=" + std::to_string(k) +
                      ", world size " + std::to_string(c.world_size) + division + " (case " +

@@ -81,11 +81,14 @@ double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
   return 2.0 * roundings;  // x2: the norm-wise error of per-element bounds, with headroom
 }
 
+double oracle_threshold(const DTypeTriple& t, GenMode gen, int k, int world_size) {
+  // 0.25/K <= 0.5*sqrt(1/K) for every K >= 1: with exact sums a witness's 1/K is the tighter test.
+  return sums_exact(t, gen, k, world_size) ? 0.25 / k : 0.5 * std::sqrt(1.0 / k);
+}
+
 bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size,
                      const DivisionSteps& d) {
-  const double bound = error_bound(t, gen, k, world_size, d);
-  if (sums_exact(t, gen, k, world_size) && bound >= 0.25 / k) return false;  // a witness's 1/K
-  return bound < 0.5 * std::sqrt(1.0 / k);
+  return error_bound(t, gen, k, world_size, d) < oracle_threshold(t, gen, k, world_size);
 }
 
 bool is_correct(const OracleResult& r, double bound) {

@@ -55,6 +55,10 @@ double error_bound(const DTypeTriple& t, GenMode gen, int k, int world_size,
 bool oracle_resolves(const DTypeTriple& t, GenMode gen, int k, int world_size,
                      const DivisionSteps& d = kDivideAtEnd);
 
+/// The value error_bound must stay below for oracle_resolves: 0.25 / K with exact sums (the
+/// smaller of the two there), else 0.5 * sqrt(1/K).
+double oracle_threshold(const DTypeTriple& t, GenMode gen, int k, int world_size);
+
 /// `correct`: the error within the bound (the whole and every unit), nothing NaN or Inf, padding
 /// exactly zero.
 bool is_correct(const OracleResult& r, double bound);
