@@ -54,19 +54,31 @@ def _carry_over(target: Path, tmp: Path) -> None:
             shutil.copy2(f, tmp / f.name, follow_symlinks=False)
 
 
+class FolderNotMade(OSError):
+    """atomic_directory could not begin: `target`'s parent or the temporary beside it cannot be made
+    (a parent this user cannot write, /proc, a name over the file system's 255 bytes). `filename` is
+    `target`, not the temporary."""
+
+
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yields an empty temporary directory beside `target`; when the block ends without an exception,
     the directory replaces `target` (an older one is removed, except for what carried_over keeps:
     every folder and every file but the report's own, e.g. the run.json the report was made from,
     logs, profiles), otherwise it is deleted and `target` is left as it was, also when the exception
-    (Ctrl-C, SIGTERM) comes between the two renames of the swap. Raises OSError when the parent cannot
-    be created or written, or when `target` exists and is not a directory (NotADirectoryError)."""
+    (Ctrl-C, SIGTERM) comes between the two renames of the swap. Raises FolderNotMade (an OSError) when
+    the parent or the temporary cannot be created, before the block runs, and NotADirectoryError when
+    `target` exists and is not a directory."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists() and not target.is_dir():
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        not_a_directory = target.exists() and not target.is_dir()  # a name too long raises here
+        if not not_a_directory:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    except OSError as e:
+        raise FolderNotMade(e.errno, e.strerror or str(e), str(target)) from None
+    if not_a_directory:
         raise NotADirectoryError(f"{target} exists and is not a directory")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     old: Path | None = None
     swapped = False
     try:

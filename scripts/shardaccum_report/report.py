@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from . import analysis, tables, views
-from .atomic import atomic_directory, carried_over
+from .atomic import FolderNotMade, atomic_directory, carried_over
 from .budget import DEFAULT_DEVICE_GB, DEFAULT_PINNED_GB, Budget
 from .case import Group, Strategy, registry_of
 from .counters import CEILING_FRACTIONS, MEMORY_PAIRS, NCCL_INPUT, PEAK_DEVICE, PHASES, STEP, TRAFFIC_PAIRS
@@ -88,8 +89,7 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
         if traces:
             raise InputError(traces[0], "a trace is drawn beside its suite run's cases; the inputs hold real-system "
                                         "runs only (give the shardaccum_bench run JSON too)")
-        _check_writable(target)
-        with atomic_directory(target) as tmp:
+        with _report_folder(target) as tmp:
             (tmp / "README.md").write_text(render_real_only(real, name, tmp), encoding="utf-8")
         return target / "README.md"
     found = None if traces or real else find_trace(paths)
@@ -103,24 +103,23 @@ def build_report(paths: list[str | Path], name: str, out_dir: str | Path = "repo
     for why in refused:
         print(f"report.py: warning: {why}", file=sys.stderr)
     trace_set = TraceSet(drawn, found is not None, refused=refused)
-    _check_writable(target)
-    with atomic_directory(target) as tmp:
+    with _report_folder(target) as tmp:
         (tmp / "README.md").write_text(render(run, name, tmp, trace_set, target, real, budget), encoding="utf-8")
     return target / "README.md"
 
 
-def _check_writable(target: Path) -> None:
-    """Raises InputError naming --out-dir/--name when the report folder `target` cannot be made (a
-    parent this user cannot write, /proc, a name over the file system's 255 bytes), once the inputs
-    and traces are read (a bad one leaves no --out-dir behind) and before any plot: the error then names the
-    flags and the folder, not the temporary beside it."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        Path(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=target.parent)).rmdir()
-    except OSError as e:
-        raise InputError("--out-dir/--name", f"cannot make the report folder {target}: {e.strerror or e}; give an "
-                                             "--out-dir this user can write and a --name of at most 200 "
-                                             "characters") from None
+@contextmanager
+def _report_folder(target: Path) -> Iterator[Path]:
+    """atomic_directory(target), whose failure to begin (once the inputs and traces are read, before any
+    plot) is an InputError naming --out-dir/--name and the folder, not the temporary beside it."""
+    with ExitStack() as stack:
+        try:
+            tmp = stack.enter_context(atomic_directory(target))
+        except FolderNotMade as e:
+            raise InputError("--out-dir/--name", f"cannot make the report folder {target}: {e.strerror}; give an "
+                                                 "--out-dir this user can write and a --name of at most 200 "
+                                                 "characters") from None
+        yield tmp
 
 
 def stale_namesakes(target: Path, inputs: list[str | Path]) -> list[str]:
