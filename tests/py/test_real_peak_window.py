@@ -20,22 +20,32 @@ GB = 10**9
 
 
 class FakeCuda:
-    """torch.cuda's allocated / peak counters over bytes that the fake system moves."""
+    """torch.cuda's allocated / peak counters over bytes that the fake system moves; `rounding` bytes more
+    allocated than requested per block (the caching allocator's rounding; 0 unless a test sets it)."""
 
     def __init__(self):
         self.allocated = 10 * GB
         self.peak = self.allocated
+        self.rounding = 0
+        self.requested = self.allocated
+        self.requested_peak = self.requested
         self.pinned = 3 * GB
         self.pinned_peak = self.pinned
         self.memory = types.SimpleNamespace(reset_peak_host_memory_stats=self._reset_host,
                                             host_memory_stats=lambda: {"allocated_bytes.peak": self.pinned_peak})
 
     def alloc(self, n: int) -> None:
-        self.allocated += n
+        self.allocated += n + self.rounding
         self.peak = max(self.peak, self.allocated)
+        self.requested += n
+        self.requested_peak = max(self.requested_peak, self.requested)
 
     def free(self, n: int) -> None:
-        self.allocated -= n
+        self.allocated -= n + self.rounding
+        self.requested -= n
+
+    def memory_stats(self, device=None) -> dict:
+        return {"requested_bytes.all.current": self.requested, "requested_bytes.all.peak": self.requested_peak}
 
     def pin(self, n: int) -> None:
         self.pinned_peak = max(self.pinned_peak, self.pinned + n)
@@ -51,6 +61,7 @@ class FakeCuda:
 
     def reset_peak_memory_stats(self, device=None) -> None:
         self.peak = self.allocated
+        self.requested_peak = self.requested
 
     def max_memory_allocated(self, device=None) -> int:
         return self.peak
@@ -121,6 +132,18 @@ def test_the_deferred_optimizer_step_is_outside_the_peaks(measure, steps):
     assert counters["device_baseline_bytes"] == 10 * GB
     assert counters["peak_device_bytes"] == 12 * GB
     assert counters["peak_pinned_bytes"] == 4 * GB  # 3 held + the backward's 1, not the optimizer's 5
+    assert counters["device_baseline_requested_bytes"] == 10 * GB
+    assert counters["peak_device_requested_bytes"] == 12 * GB
+
+
+def test_the_requested_peak_is_the_bytes_asked_for_before_the_allocators_rounding(measure):
+    module, cuda = measure
+    cuda.rounding = 2**20  # each block 1 MiB above what it was asked for
+    cuda.requested -= 3 * 2**20  # three such blocks held before the case
+    counters = _timed(module, DeferredStepSystem(cuda, grad=2 * GB, optimizer_temp=4 * GB), 2)
+    assert counters["peak_device_bytes"] == 12 * GB + 2**20
+    assert counters["device_baseline_requested_bytes"] == 10 * GB - 3 * 2**20
+    assert counters["peak_device_requested_bytes"] == 12 * GB - 3 * 2**20
 
 
 def test_a_step_above_its_optimizer_step_keeps_its_own_peak(measure):
@@ -135,4 +158,5 @@ def test_on_the_cpu_no_memory_figures(measure):
     counters = module.timed_steps(DeferredStepSystem(cuda, GB, GB), state, "nS", 0, 0, 2,
                                   types.SimpleNamespace(type="cpu"), lambda line: None)["counters"]
     assert "peak_device_bytes" not in counters and "device_baseline_bytes" not in counters
+    assert "peak_device_requested_bytes" not in counters and "device_baseline_requested_bytes" not in counters
     assert counters["step_ms_min"] <= counters["step_ms"] <= counters["step_ms_max"]

@@ -369,6 +369,11 @@ def test_device_figures_are_net_of_what_earlier_cases_left():
     got = net_of_leftover({"peak_pinned_bytes": 16_000, "peak_device_bytes": 50}, 10, 8_000)
     assert got == {"peak_pinned_bytes": 8_000, "pinned_leftover_bytes": 8_000, "peak_device_bytes": 40,
                    "device_leftover_bytes": 10}
+    # the requested bytes (before the allocator's rounding) net of their own leftover, not the allocated one
+    got = net_of_leftover({"peak_device_bytes": 9_216, "peak_device_requested_bytes": 9_000,
+                           "device_baseline_requested_bytes": 4_000}, 1_024, None, 1_000)
+    assert got == {"peak_device_bytes": 8_192, "device_leftover_bytes": 1_024, "peak_device_requested_bytes": 8_000,
+                   "device_baseline_requested_bytes": 3_000, "device_leftover_requested_bytes": 1_000}
 
 
 def test_files_named_by_flags_are_checked_before_torch(tmp_path):

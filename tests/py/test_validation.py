@@ -212,6 +212,27 @@ def test_a_b_row_whose_suite_b_is_the_real_b_on_the_gpu_is_marked_but_still_outs
     assert not rows[("SSSS/offload:none", "accum_cost_b_ms")].within_gpu_b
 
 
+def test_a_peak_delta_row_within_the_real_delta_in_requested_bytes_is_marked_but_still_outside(tmp_path, monkeypatch):
+    # SSSS cpu: real delta 3000 − 10000 = -7000 B of rounded blocks, the suite's -5900 (+15.7%: outside 10%).
+    # In requested bytes the real delta is 3150 − 9000 = -5850: the suite within 10% of it (-0.9%).
+    rows, _ = _rows(tmp_path)
+    assert rows[("SSSS/offload:cpu", "peak_device_delta_bytes")].real_requested is None  # not recorded: no note
+    _patch(monkeypatch, REAL, ("nnnS", "none"), peak_device_requested_bytes=9000)
+    _patch(monkeypatch, REAL, ("SSSS", "cpu"), peak_device_requested_bytes=3150)
+    rows, _ = _rows(tmp_path)
+    p = rows[("SSSS/offload:cpu", "peak_device_delta_bytes")]
+    assert (p.real, p.suite, p.real_requested, p.passes, p.within_requested) == (-7000, -5900, -5850, False, True)
+    readme = build_report(list(_docs(tmp_path)), "val", tmp_path / "out")
+    part = readme.read_text(encoding="utf-8").split("## Presets against the real systems", 1)[1]
+    assert "4 outside (1 within tolerance of the real delta in requested bytes, the rest the caching allocator's" in part
+    assert "(the suite within tolerance of it)" in part
+    # a requested delta the suite is not within (-7000 requested: +15.7%) is given but not marked
+    _patch(monkeypatch, REAL, ("SSSS", "cpu"), peak_device_requested_bytes=2000)
+    rows, _ = _rows(tmp_path)
+    p = rows[("SSSS/offload:cpu", "peak_device_delta_bytes")]
+    assert p.real_requested == -7000 and not p.within_requested
+
+
 def test_the_suite_case_with_autograds_accumulation_stands_beside_the_real_one(tmp_path):
     """A suite run with and without --grad-accumulation autograd: the real system accumulates as
     autograd does, so its rows are read from the autograd cases (pairing.suite_index)."""

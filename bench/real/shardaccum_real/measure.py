@@ -20,6 +20,10 @@ import torch.distributed as dist
 from . import memhist, output, trace
 
 PINNED_STAT_KEY = "allocated_bytes.peak"  # torch.cuda.memory.host_memory_stats(): pinned blocks held
+# torch.cuda.memory_stats(): the bytes the tensors asked for, before the caching allocator rounds each
+# block up (to 512 B, and a large block not split when less than 1 MiB would remain: c10/cuda/
+# CUDACachingAllocator.cpp `round_size`, `should_split`). max_memory_allocated counts the rounded blocks.
+REQUESTED_PEAK_KEY = "requested_bytes.all.peak"
 
 
 def _sync(device) -> None:
@@ -47,8 +51,8 @@ def run_step(system, state, schedule: str, step: int, device, peaks: list | None
     """One step; returns (wall ms, process CPU ms). system.zero_grad() runs before it, untimed (FSDP: the
     gradients set to None; DeepSpeed: the previous boundary's deferred engine.step()).
 
-    peaks (CUDA): a list that gains this step's (device peak, pinned peak) in bytes, read over the step
-    alone: the peaks are reset after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as
+    peaks (CUDA): a list that gains this step's (device peak, pinned peak, requested device peak) in bytes
+    (the requested peak None when torch does not report it), read over the step alone: the peaks are reset after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as
     it is outside the time (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above
     the profiled step's own: bench/real/README.md)."""
     system.zero_grad()
@@ -69,7 +73,8 @@ def run_step(system, state, schedule: str, step: int, device, peaks: list | None
     wall, cpu = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
     if watch:
         peaks.append((torch.cuda.max_memory_allocated(device),
-                      torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY)))
+                      torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY),
+                      torch.cuda.memory_stats(device).get(REQUESTED_PEAK_KEY)))
     return wall, cpu
 
 
@@ -77,7 +82,8 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
     """warmup untimed steps, then `steps` timed ones (step indices first_step...); the step counters,
     cpu_time and the memory peaks (CUDA only: absent on the CPU): the greatest of the measured steps'
     peaks, each over its step alone (run_step), beside device_baseline_bytes, what was allocated before
-    the first measured step."""
+    the first measured step; and the same two in the bytes the tensors requested
+    (peak_device_requested_bytes, device_baseline_requested_bytes), where torch reports them."""
     for i in range(warmup):
         ms, _ = run_step(system, state, schedule, first_step + i, device)
         progress(f"warm-up step {i + 1}/{warmup}: {ms:.1f} ms")
@@ -86,6 +92,9 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         out["device_baseline_bytes"] = torch.cuda.memory_allocated(device)
+        requested = device_requested(device)
+        if requested is not None:
+            out["device_baseline_requested_bytes"] = requested
     times, cpus, peaks = [], [], []
     for i in range(steps):
         ms, cpu = run_step(system, state, schedule, first_step + warmup + i, device, peaks)
@@ -93,10 +102,13 @@ def timed_steps(system, state, schedule: str, first_step: int, warmup: int, step
         cpus.append(cpu)
         progress(f"step {i + 1}/{steps}: {ms:.1f} ms")
     if peaks:
-        out["peak_device_bytes"] = max(device_peak for device_peak, _ in peaks)
-        pinned = [p for _, p in peaks if p is not None]
+        out["peak_device_bytes"] = max(device_peak for device_peak, _, _ in peaks)
+        pinned = [p for _, p, _ in peaks if p is not None]
         if pinned:
             out["peak_pinned_bytes"] = int(max(pinned))
+        requested = [r for _, _, r in peaks if r is not None]
+        if requested and "device_baseline_requested_bytes" in out:
+            out["peak_device_requested_bytes"] = int(max(requested))
     out.update(step_ms=statistics.fmean(times), step_ms_median=statistics.median(times), step_ms_min=min(times),
                step_ms_max=max(times))
     return {"counters": out, "cpu_time_ms": statistics.fmean(cpus), "last_step": first_step + warmup + steps - 1}
@@ -217,6 +229,17 @@ def pinned_allocated(device) -> int | None:
     if hasattr(torch._C, "_host_emptyCache"):
         torch._C._host_emptyCache()
     v = torch.cuda.memory.host_memory_stats().get(PINNED_STAT_KEY.replace(".peak", ".current"))
+    return None if v is None else int(v)
+
+
+def device_requested(device) -> int | None:
+    """The bytes live tensors requested from the caching allocator now (torch.cuda.memory_stats()
+    'requested_bytes.all.current', after a synchronize): memory_allocated before its blocks' rounding.
+    None on the CPU or when torch does not report it."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    v = torch.cuda.memory_stats(device).get(REQUESTED_PEAK_KEY.replace(".peak", ".current"))
     return None if v is None else int(v)
 
 

@@ -15,21 +15,27 @@ COUNTERS = ("step_ms", "step_ms_median", "step_ms_min", "step_ms_max", "accum_co
             "d2h_bytes", "h2d_bytes", "d2h_ms", "h2d_ms", "d2h_pageable_bytes", "param_h2d_bytes",
             "param_d2h_bytes", "param_h2d_ms", "meta_h2d_bytes", "reduce_scatter_ms", "all_gather_ms", "all_reduce_ms", "nccl_ms",
             "cpu_add_ms", "gpu_busy_ms", "profiled_step_ms", "peak_device_bytes", "device_baseline_bytes", "device_leftover_bytes",
+            "peak_device_requested_bytes", "device_baseline_requested_bytes", "device_leftover_requested_bytes",
             "pinned_leftover_bytes",
             "peak_pinned_bytes", "correct",
             "max_rel_err", "err_bound", "k", "world_size", "tokens")
 
 
-def net_of_leftover(counters: dict, leftover: int | None, pinned_leftover: int | None = None) -> dict:
+def net_of_leftover(counters: dict, leftover: int | None, pinned_leftover: int | None = None,
+                    requested_leftover: int | None = None) -> dict:
     """The memory figures of one case net of what earlier cases of the process left allocated: device
-    (`leftover`, bytes: torch.cuda.memory_allocated before the case built anything) and pinned host
-    (`pinned_leftover`: the caching host allocator's allocated_bytes.current then); None on the CPU.
+    (`leftover`, bytes: torch.cuda.memory_allocated before the case built anything), pinned host
+    (`pinned_leftover`: the caching host allocator's allocated_bytes.current then) and device in requested
+    bytes (`requested_leftover`: memory_stats' requested_bytes.all.current then); None on the CPU.
     That memory belongs to dead objects (FSDP1's hooks, DeepSpeed's pinned buffers: bench/real/README.md)
     and stays allocated during the case, so peak - leftover is the case's own peak. The leftovers are
-    kept as device_leftover_bytes and pinned_leftover_bytes, so nothing is hidden. Returns a new dict."""
+    kept as device_leftover_bytes, pinned_leftover_bytes and device_leftover_requested_bytes, so nothing is
+    hidden. Returns a new dict."""
     out = dict(counters)
     for left, name, keys in ((leftover, "device_leftover_bytes", ("peak_device_bytes", "device_baseline_bytes")),
-                             (pinned_leftover, "pinned_leftover_bytes", ("peak_pinned_bytes",))):
+                             (pinned_leftover, "pinned_leftover_bytes", ("peak_pinned_bytes",)),
+                             (requested_leftover, "device_leftover_requested_bytes",
+                              ("peak_device_requested_bytes", "device_baseline_requested_bytes"))):
         if left is None:
             continue
         out[name] = left

@@ -102,6 +102,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
     build_on = torch.device("cpu") if case.system == "fsdp1" and case.offload == "cpu" else device
     leftover = measure.device_allocated(device)  # what earlier cases left (output.net_of_leftover)
     pinned_leftover = measure.pinned_allocated(device)
+    requested_leftover = measure.device_requested(device)
     stem = output.case_file_stem(case.name) + (f".rank{rank}" if world > 1 else "")
     keep = os.path.join(opts.profile_dir, stem) if opts.profile_dir else None
     history_from = measure.start_memory_history(device) if keep and opts.memory_history else None
@@ -130,7 +131,7 @@ def run_case(case, lay, triple, opts, gen, device, rank: int, world: int, settin
         # gradients alive through the profiled step after zero_grad (4 GiB on uniform:16x64M).
         del pieces
         counters = output.net_of_leftover(dict(t["counters"], correct=correct, max_rel_err=err, err_bound=bound),
-                                          leftover, pinned_leftover)
+                                          leftover, pinned_leftover, requested_leftover)
         profiled = measure.profiled_step(system, state, case.schedule, step + 1, device, keep, history_from)
         sources = profiled.pop(trace.SOURCES_KEY, {})
         if sources:
