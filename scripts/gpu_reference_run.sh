@@ -308,8 +308,9 @@ print("deepspeed", deepspeed.__version__, "from", deepspeed.__file__, "accelerat
       esac
       name=suite-$run${tag:+-$tag}
       # VALID_TRACE=1: each run's built-in trace of its first measured step (--cupti kernels: every
-      # kernel and copy per stream), for the copy-out's neighbours (reports/h200-diagnosis-1204/call3/copy_out.py).
-      tr=(); [[ "${VALID_TRACE:-0}" == 1 ]] && tr=(--trace "$D/$name.trace.json" --trace-steps 1)
+      # kernel and copy per stream), for the copy-out's neighbours (reports/h200-diagnosis-1204/call3/copy_out.py);
+      # VALID_TRACE_STEPS=N traces the first N (0: all), for a B that moves from step to step.
+      tr=(); [[ "${VALID_TRACE:-0}" == 1 ]] && tr=(--trace "$D/$name.trace.json" --trace-steps "${VALID_TRACE_STEPS:-1}")
       s0=$SECONDS
       timeout "${VALID_SUITE_TIMEOUT:-200}" $B "${V[@]}" --schedule "$sched" "${sel[@]}" "${tr[@]}" --benchmark_out="$D/$name.json" >"$D/$name.log" 2>&1
       echo "suite $run: rc=$? $((SECONDS - s0)) s"; grep -E 'error|FAILED|WRONG' "$D/$name.log" | head -3
