@@ -70,6 +70,7 @@ Backend& BackendPool::get(int world_size) {
     o.ceiling_gemm_dtypes = gemm_dtypes_;
     o.ceiling_gemm_tf32 = gemm_tf32_;
     o.ceiling_gemm_layouts = gemm_layouts_;
+    o.ceiling_generate_layouts = generate_layouts_;
     o.pinned_pool_bytes = std::max<uint64_t>(o.pinned_pool_bytes, pinned_hint_ + pinned_hint_ / 16);
     o.timeout_s = timeout_s_;
     if (process_rank_ >= 0) {

@@ -65,6 +65,11 @@ class BackendPool {
     gemm_tf32_ = tf32;
     gemm_layouts_ = std::move(layouts);
   }
+  /// The cuda backend's synthetic backward alone of each of `layouts` (the generator's rate at
+  /// their own unit sizes, bound.hpp at_own_shapes); none by default.
+  void set_generate_ceilings(std::vector<GenerateCeilingCase> layouts) {
+    generate_layouts_ = std::move(layouts);
+  }
   /// Waits (collectives, peers) of the cuda backend end with an error after this many seconds.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   /// One process per GPU (--launcher env): this process is global rank `rank`, on visible device
@@ -85,6 +90,7 @@ class BackendPool {
   std::vector<DType> gemm_dtypes_;
   bool gemm_tf32_ = false;
   std::vector<GemmCeilingCase> gemm_layouts_;
+  std::vector<GenerateCeilingCase> generate_layouts_;
   int process_rank_ = -1, process_device_ = 0;
   std::vector<uint8_t> nccl_id_;
   std::map<int, std::unique_ptr<Backend>> worlds_;

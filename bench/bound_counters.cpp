@@ -74,6 +74,9 @@ std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t
   const double own = bf16 ? at.gemm_tflops_bf16 : at.gemm_tflops_fp32,
                dense = bf16 ? ceilings.gemm_tflops_bf16 : ceilings.gemm_tflops_fp32;
   if (plan.backward == Backward::gemm && own != dense) c["bound_gemm_tflops"] = own;
+  // Likewise the generator's rate, where it is the layout's own synthetic backward's.
+  if (plan.backward == Backward::synthetic && at.generate_gelems != ceilings.generate_gelems)
+    c["bound_generate_gelems"] = at.generate_gelems;
   return b.by;
 }
 

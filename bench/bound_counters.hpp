@@ -42,10 +42,11 @@ double host_add_during_d2h_seen_gbps(const CaseTotals& t, const BoundWork& w, co
 /// host_add_during_d2h_seen_gbps) and at_own_shapes(plan), ms per step), `bound_host_add_gbps`,
 /// `bound_host_memory_gbps` and `bound_host_add_during_d2h_gbps` where those raised their
 /// ceilings, `bound_gemm_tflops` (TFLOP/s) where the GEMM ceiling is the
-/// layout's own GEMM backward's rate, and `bound_ratio` = the per-step mean step_ms / bound_ms,
-/// both plain, where a bound exists (and bound_ms > 0 for the ratio); nothing when no ceiling was
-/// measured. Returns the bound's `by` (the term's name, or "no ceilings"): the case's label carries
-/// it as "bound by <name>", Google Benchmark counters being numbers.
+/// layout's own GEMM backward's rate, `bound_generate_gelems` (1e9 elements/s) where the
+/// generator's is its layout's own generator's (synthetic), and `bound_ratio` = the per-step mean
+/// step_ms / bound_ms, both plain, where a bound exists (and bound_ms > 0 for the ratio); nothing
+/// when no ceiling was measured. Returns the bound's `by` (the term's name, or "no ceilings"): the
+/// case's label carries it as "bound by <name>", Google Benchmark counters being numbers.
 std::string write_bound_counters(benchmark::UserCounters& c, const CaseTotals& t,
                                  const CasePlan& plan, const Ceilings& ceilings, int world_size);
 

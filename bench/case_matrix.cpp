@@ -147,6 +147,18 @@ std::vector<GemmCeilingCase> gemm_ceiling_cases(const std::vector<CaseSpec>& cas
   return out;
 }
 
+std::vector<GenerateCeilingCase> generate_ceiling_cases(const std::vector<CaseSpec>& cases) {
+  std::vector<GenerateCeilingCase> out;
+  for (const CaseSpec& c : cases) {
+    if (c.backward != Backward::synthetic || c.gen != GenMode::dyadic) continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const GenerateCeilingCase& g) {
+      return g.layout->name == c.layout->name && g.grad == c.dtypes.grad;
+    });
+    if (!seen) out.push_back({c.layout, c.dtypes.grad});
+  }
+  return out;
+}
+
 std::string MatrixPart::text() const { return std::to_string(index) + "/" + std::to_string(count); }
 
 MatrixPart parse_part(const std::string& text) {

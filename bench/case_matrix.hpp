@@ -120,6 +120,9 @@ std::vector<DType> gemm_grad_dtypes(const std::vector<CaseSpec>& cases);
 /// The distinct (layout, tokens, gradient dtype) of the --backward gemm cases among `cases`, in
 /// their order: what the cuda backend measures each layout's GEMM backward alone for.
 std::vector<GemmCeilingCase> gemm_ceiling_cases(const std::vector<CaseSpec>& cases);
+/// The distinct (layout, gradient dtype) of the synthetic cases with dyadic values among `cases`,
+/// in their order: what the cuda backend measures each layout's generator alone for.
+std::vector<GenerateCeilingCase> generate_ceiling_cases(const std::vector<CaseSpec>& cases);
 
 /// The product of the axes, in a stable order (model, world, dtype, strategy, schedule).
 std::vector<CaseSpec> build_matrix(const MatrixAxes& axes);

@@ -133,6 +133,7 @@ int run(int argc, char** argv, RunResources& res) {
   BackendPool& pool = *res.pool;
   pool.set_timeout(s.opts.timeout_s);
   pool.set_gemm_ceilings(gemm_grad_dtypes(s.cases), s.opts.tf32, gemm_ceiling_cases(s.cases));
+  pool.set_generate_ceilings(generate_ceiling_cases(s.cases));
   if (s.processes())
     join_processes(pool, s.rendezvous, s.launch,
                    build_hash(run_names, s.opts,

@@ -31,6 +31,25 @@ struct GemmCeilingCase {
   DType grad = DType::fp32;
 };
 
+/// One layout's synthetic backward alone: one micro-batch of the generator over every unit in
+/// backward order (dyadic values in the gradient dtype, writing, as a unit's first micro-batch), on
+/// an otherwise idle GPU, the best of three means. Its rate is the compute ceiling of that layout's
+/// synthetic cases, as GemmBackwardCeiling's is of its gemm cases: each unit's kernel ends in a
+/// partial wave, so on many small units the generator may run below its rate on one large buffer.
+struct GenerateLayoutCeiling {
+  std::string layout;  // Layout::name
+  DType grad = DType::fp32;
+  double ms = 0;          // one micro-batch's generator, ms
+  uint64_t elements = 0;  // the elements it writes: every unit's numel
+};
+
+/// What a GenerateLayoutCeiling is measured for: a layout of the run's synthetic dyadic cases and
+/// their gradient dtype.
+struct GenerateCeilingCase {
+  std::shared_ptr<const Layout> layout;
+  DType grad = DType::fp32;
+};
+
 /// GB/s (1e9 bytes per second), per rank, the mean over ranks.
 struct Ceilings {
   double h2d_gbps = 0;                   // pinned host -> device, one copy engine
@@ -66,6 +85,14 @@ struct Ceilings {
                                               DType grad) const {
     for (const GemmBackwardCeiling& g : gemm_backward)
       if (g.layout == layout && g.tokens == tokens && g.grad == grad) return &g;
+    return nullptr;
+  }
+  /// Per layout of the run's synthetic dyadic cases (empty: not measured).
+  std::vector<GenerateLayoutCeiling> generate_layouts;
+  /// The entry of `layout` in gradient dtype `grad`, or nullptr.
+  const GenerateLayoutCeiling* generate_of(const std::string& layout, DType grad) const {
+    for (const GenerateLayoutCeiling& g : generate_layouts)
+      if (g.layout == layout && g.grad == grad) return &g;
     return nullptr;
   }
   bool measured() const { return h2d_gbps > 0 || device_copy_gbps > 0 || host_add_gbps > 0; }

@@ -173,6 +173,12 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memor
 }
 
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan) {
+  if (plan.backward == Backward::synthetic) {
+    const GenerateLayoutCeiling* g = c.generate_of(plan.layout.name, plan.dtypes.grad);
+    if (plan.gen == GenMode::dyadic && g && g->ms > 0 && g->elements > 0 && c.generate_gelems > 0)
+      c.generate_gelems = static_cast<double>(g->elements) / (g->ms * 1e-3) / 1e9;
+    return c;
+  }
   if (plan.backward != Backward::gemm) return c;
   const GemmBackwardCeiling* g =
       c.gemm_backward_of(plan.layout.name, plan.tokens, plan.dtypes.grad);

@@ -83,7 +83,11 @@ Ceilings bound_ceilings(Ceilings c, double host_add_seen_gbps, double host_memor
 /// ceiling is no bound on small shapes: on one H200, fp32, T=1024, gpt2-xl's GEMM backward alone
 /// ran at 40.3 TFLOP/s against 51.0 for n = 8192 (79%, reports/h200-limit-1203), and at the dense
 /// rate its bound was 540 ms against a 692 ms backward (reports/h200-limit), which nothing could
-/// reach.
+/// reach. Likewise a synthetic dyadic case's generator rate (generate_gelems) is set to its own
+/// layout's generator alone (Ceilings::generate_layouts: elements / ms), where the run measured it
+/// for the plan's layout and gradient dtype: on one H200 gpt2-xl's compute stream worked 43.8 ms in
+/// a no-shard step whose bound at the one-buffer rate was 41.5 (reports/h200-limit-1204e); how much
+/// of that its 50 units' own sizes cost (each kernel ends in a partial wave) is what this measures.
 Ceilings at_own_shapes(Ceilings c, const CasePlan& plan);
 
 /// The least ms before the first CPU add can start (the critical path's head): the later of

@@ -40,6 +40,9 @@ struct CudaBackendOptions {
   /// The GEMM backward alone of each of these layouts (Ceilings::gemm_backward), fp32 with TF32
   /// when `ceiling_gemm_tf32`: the compute ceiling of their cases (bound.hpp at_own_shapes).
   std::vector<GemmCeilingCase> ceiling_gemm_layouts;
+  /// The synthetic backward alone (the generator over every unit) of each of these layouts
+  /// (Ceilings::generate_layouts): the compute ceiling of their synthetic cases (at_own_shapes).
+  std::vector<GenerateCeilingCase> ceiling_generate_layouts;
   /// A wait (event, stream, collective, barrier) longer than this ends with a clear error and the
   /// communicators are aborted, never a hang.
   double timeout_s = 300;

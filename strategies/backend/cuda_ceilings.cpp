@@ -43,9 +43,13 @@ nlohmann::json CudaWorld::measure_ceilings() {
   const int n = opts_.world_size;
   Busy busy(*this);
   std::vector<RankCeilings> res(local_count());
-  // Per rank, per entry of ceiling_gemm_layouts: its GEMM backward's ms for one micro-batch.
+  // Per rank, per entry of ceiling_gemm_layouts then of ceiling_generate_layouts: one micro-batch
+  // of its GEMM backward, then of its synthetic backward (the generator alone), in ms.
   const size_t layouts = opts_.ceiling_gemm_layouts.size();
-  std::vector<std::vector<double>> layout_ms(local_count(), std::vector<double>(layouts, 0.0));
+  const size_t gen_layouts = opts_.ceiling_generate_layouts.size();
+  const size_t timed_layouts = layouts + gen_layouts;
+  std::vector<std::vector<double>> layout_ms(local_count(),
+                                             std::vector<double>(timed_layouts, 0.0));
   const auto t0 = std::chrono::steady_clock::now();
 
   // Its operands streamed from DRAM, as the cases' adds of GB-sized shards are (STREAM's rule): on
@@ -225,6 +229,28 @@ nlohmann::json CudaWorld::measure_ceilings() {
       layout_ms[r][li] = timed(backward, {compute}, 1);
     }
 
+    // Each synthetic layout's generator alone (bound.hpp at_own_shapes): one micro-batch, every
+    // unit in backward order, each writing its own numel with its own key, as a step's first
+    // micro-batch does, into a buffer of the largest unit. Three micro-batches a mean: one of a
+    // small layout takes well under a millisecond.
+    for (size_t gi = 0; gi < gen_layouts; ++gi) {
+      const GenerateCeilingCase& gc = opts_.ceiling_generate_layouts[gi];
+      uint64_t grad_numel = 1;
+      for (const FlatParam& u : gc.layout->units) grad_numel = std::max(grad_numel, u.numel);
+      DeviceMemory gbuf(grad_numel * dtype_bytes(gc.grad));
+      const auto& units = gc.layout->units;
+      auto backward = [&] {
+        for (size_t ui = units.size(); ui-- > 0;) {
+          GradKey uk;
+          uk.unit = static_cast<uint32_t>(ui);
+          uk.numel = units[ui].numel;
+          uk.shard = units[ui].numel;
+          launch_generate(gbuf.get(), gc.grad, units[ui].numel, uk, false, compute);
+        }
+      };
+      layout_ms[r][layouts + gi] = timed(backward, {compute}, 3);
+    }
+
     // Reduce-scatter, fp32 sum; nccl-tests: algbw = count*N*typesize / time, busbw = algbw*(N-1)/N.
     const uint64_t count = std::max<uint64_t>(1, opts_.ceiling_reduce_scatter_bytes / 4 / n);
     DeviceMemory rs_in(count * n * 4), rs_out(count * 4);
@@ -324,16 +350,18 @@ nlohmann::json CudaWorld::measure_ceilings() {
     allgather(all);
     std::vector<std::vector<uint8_t>> all_ms(n);
     const auto* my_ms = reinterpret_cast<const uint8_t*>(layout_ms[0].data());
-    all_ms[rank_base()].assign(my_ms, my_ms + layouts * sizeof(double));
+    all_ms[rank_base()].assign(my_ms, my_ms + timed_layouts * sizeof(double));
     allgather(all_ms);
     res.assign(n, RankCeilings{});
-    layout_ms.assign(n, std::vector<double>(layouts, 0.0));
+    layout_ms.assign(n, std::vector<double>(timed_layouts, 0.0));
     for (int r = 0; r < n; ++r) {
-      if (all[r].size() != sizeof(RankCeilings) || all_ms[r].size() != layouts * sizeof(double))
+      if (all[r].size() != sizeof(RankCeilings) ||
+          all_ms[r].size() != timed_layouts * sizeof(double))
         throw CudaError("ceilings: rank " + std::to_string(r) + " sent " +
                         std::to_string(all[r].size() + all_ms[r].size()) + " bytes");
       std::memcpy(&res[r], all[r].data(), sizeof(RankCeilings));
-      if (layouts > 0) std::memcpy(layout_ms[r].data(), all_ms[r].data(), layouts * sizeof(double));
+      if (timed_layouts > 0)
+        std::memcpy(layout_ms[r].data(), all_ms[r].data(), timed_layouts * sizeof(double));
     }
   }
   auto mean = [&](double RankCeilings::*f) {
@@ -368,6 +396,19 @@ nlohmann::json CudaWorld::measure_ceilings() {
                              {"grad", dtype_name(g.grad)},
                              {"ms", g.ms},
                              {"tflops", g.ms > 0 ? g.flops / (g.ms * 1e-3) / 1e12 : 0.0}});
+  }
+  nlohmann::json generate_layouts = nlohmann::json::array();
+  for (size_t gi = 0; gi < gen_layouts; ++gi) {
+    const GenerateCeilingCase& gc = opts_.ceiling_generate_layouts[gi];
+    GenerateLayoutCeiling g{gc.layout->name, gc.grad, 0, 0};
+    for (const auto& per_rank : layout_ms) g.ms += per_rank[layouts + gi] / n;
+    for (const FlatParam& u : gc.layout->units) g.elements += u.numel;
+    c.generate_layouts.push_back(g);
+    generate_layouts.push_back(
+        {{"layout", g.layout},
+         {"grad", dtype_name(g.grad)},
+         {"ms", g.ms},
+         {"gelems", g.ms > 0 ? static_cast<double>(g.elements) / (g.ms * 1e-3) / 1e9 : 0.0}});
   }
   nlohmann::json per_rank = nlohmann::json::array();
   for (const auto& x : res)
@@ -418,6 +459,8 @@ nlohmann::json CudaWorld::measure_ceilings() {
   // One micro-batch of each layout's GEMM backward alone: a JSON string, as ceiling_per_rank, so
   // that Google Benchmark's context (string values) carries it.
   if (layouts > 0) j["ceiling_gemm_backward"] = gemm_backward;
+  // And of each synthetic layout's generator alone, likewise.
+  if (gen_layouts > 0) j["ceiling_generate_layouts"] = generate_layouts;
   if (!opts_.ceiling_gemm_dtypes.empty()) {
     j["ceiling_gemm_n"] = res[0].gemm_n;
     j["ceiling_gemm_tf32"] = opts_.ceiling_gemm_tf32;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "common/ceilings.hpp"
 #include "strategies/backend/cuda_backend.hpp"
@@ -51,6 +52,34 @@ TEST(CudaCeilings, TypedCeilingsAreTheContextsKeys) {
   const nlohmann::json again = measure_cuda_ceilings(*be);
   expect_same(be->ceilings(), again);
   expect_same(be->ceilings(), be->context());
+}
+
+// Each synthetic layout's generator alone (at_own_shapes): one entry per layout and dtype, every
+// unit's elements, a time, and the same in the context.
+TEST(CudaCeilings, EachSyntheticLayoutsGeneratorAloneIsInTheCeilings) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  CudaBackendOptions o = small_options(true);
+  auto layout = std::make_shared<Layout>();
+  layout->name = "gen-test";
+  for (uint64_t numel : {1ull << 20, 3ull << 18, 4097ull}) {
+    FlatParam u;
+    u.name = "u" + std::to_string(layout->units.size());
+    u.numel = numel;
+    layout->units.push_back(u);
+  }
+  o.ceiling_generate_layouts = {{layout, DType::fp32}, {layout, DType::bf16}};
+  auto be = make_cuda_backend(o);
+  const Ceilings c = be->ceilings();
+  ASSERT_EQ(c.generate_layouts.size(), 2u);
+  for (DType t : {DType::fp32, DType::bf16}) {
+    const GenerateLayoutCeiling* g = c.generate_of("gen-test", t);
+    ASSERT_NE(g, nullptr) << dtype_name(t);
+    EXPECT_EQ(g->elements, (1ull << 20) + (3ull << 18) + 4097);
+    EXPECT_GT(g->ms, 0.0);
+  }
+  const auto ctx = be->context();
+  ASSERT_TRUE(ctx.contains("ceiling_generate_layouts")) << ctx.dump(2);
+  EXPECT_EQ(ctx.at("ceiling_generate_layouts").size(), 2u);
 }
 
 TEST(CudaCeilings, NothingMeasuredIsAllZero) {

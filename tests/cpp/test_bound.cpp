@@ -501,6 +501,50 @@ TEST(Bound, GemmCasesAreBoundAtTheirOwnShapesRate) {
   EXPECT_EQ(dense.count("bound_gemm_tflops"), 0u);
 }
 
+// The layout's own generator alone sets the generator rate of its synthetic dyadic cases:
+// uniform:2x64M writes 2 * 64 Mi = 134,217,728 elements a micro-batch; alone in 1.0 ms that is
+// 134.217728 Gelem/s, below the one-buffer 150, so compute is 4 * 1.0 ms where the one-buffer rate
+// gave 3.579. Another layout or dtype, random values, or a gemm case keep the one-buffer rate.
+TEST(Bound, SyntheticCasesAreBoundAtTheirOwnLayoutsGeneratorRate) {
+  CasePlan p = plan_for("uniform:2x64M", "nnnS", spec("none"));
+  Ceilings c;
+  c.generate_gelems = 150;
+  c.generate_layouts = {{"uniform:2x64M", DType::fp32, 1.0, 134'217'728},
+                        {"uniform:2x64M", DType::bf16, 0.5, 134'217'728},
+                        {"gpt2-xl", DType::fp32, 9.0, 134'217'728}};
+  EXPECT_NEAR(case_bound(bound_work(p, 1), c, 1, DType::fp32).ms.value(), 536'870'912 / 150e6,
+              1e-9);
+  const Ceilings at = at_own_shapes(c, p);
+  EXPECT_NEAR(at.generate_gelems, 134.217728, 1e-9);
+  const Bound b = case_bound(bound_work(p, 1), at, 1, DType::fp32);
+  EXPECT_EQ(b.by, "compute");
+  EXPECT_NEAR(*b.ms, 4.0, 1e-9);  // 4 micro-batches at 1.0 ms each
+  // Not its entry, or nothing measured at one buffer (no ceilings): the rate stays.
+  p.gen = GenMode::random;
+  EXPECT_DOUBLE_EQ(at_own_shapes(c, p).generate_gelems, 150.0);
+  p.gen = GenMode::dyadic;
+  p.backward = Backward::gemm;
+  EXPECT_DOUBLE_EQ(at_own_shapes(c, p).generate_gelems, 150.0);
+  p.backward = Backward::synthetic;
+  Ceilings none;
+  none.generate_layouts = c.generate_layouts;
+  EXPECT_DOUBLE_EQ(at_own_shapes(none, p).generate_gelems, 0.0);
+  // The counters name the rate the bound used, where it is the layout's own.
+  CaseTotals t(1);
+  StepMetrics m;
+  m.step_ms = 4.4;
+  t.add(m, {m});
+  benchmark::UserCounters uc;
+  EXPECT_EQ(write_bound_counters(uc, t, p, c, 1), "compute");
+  ASSERT_TRUE(uc.count("bound_generate_gelems"));
+  EXPECT_NEAR(uc.at("bound_generate_gelems").value, 134.217728, 1e-9);
+  EXPECT_NEAR(uc.at("bound_ratio").value, 1.1, 1e-9);
+  c.generate_layouts.clear();
+  benchmark::UserCounters dense;
+  write_bound_counters(dense, t, p, c, 1);
+  EXPECT_EQ(dense.count("bound_generate_gelems"), 0u);
+}
+
 // World 2, no offload: the reduce-scatter's input, half of it over the link (nccl-tests' busbw).
 TEST(Bound, WorldTwoIsBoundByTheLink) {
   const BoundWork w = bound_work(plan_for("uniform:2x1M", "SSSS", spec("none")), 2);

@@ -107,6 +107,28 @@ TEST(GemmCase, NameGetsTheSegmentOnlyWithGemm) {
             (std::vector<DType>{DType::fp32, DType::bf16}));
 }
 
+// The generator's own-shapes ceiling is asked for each (layout, gradient dtype) of the synthetic
+// dyadic cases once, in their order; gemm cases and random values ask for none.
+TEST(GemmCase, GeneratorCeilingsAreAskedForTheSyntheticDyadicLayouts) {
+  const CaseSpec syn = spec_for("gpt2", Backward::synthetic),
+                 gemm = spec_for("gpt2", Backward::gemm);
+  CaseSpec fp32 = syn, other = syn, random = syn;
+  fp32.dtypes = parse_dtype_triple("fp32-fp32-fp32");
+  other.layout = std::make_shared<const Layout>(load_layout("uniform:2x1M", {}));
+  random.gen = GenMode::random;
+  random.layout = other.layout;
+  random.dtypes = fp32.dtypes;
+  const std::vector<GenerateCeilingCase> got =
+      generate_ceiling_cases({gemm, syn, random, fp32, syn, other});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].layout->name, "gpt2");
+  EXPECT_EQ(got[0].grad, DType::bf16);
+  EXPECT_EQ(got[1].layout->name, "gpt2");
+  EXPECT_EQ(got[1].grad, DType::fp32);
+  EXPECT_EQ(got[2].layout->name, "uniform:2x1M");
+  EXPECT_TRUE(generate_ceiling_cases({gemm, random}).empty());
+}
+
 // uniform:2x64M, T = 512, K = 4: 4 * 2 * 4 * 512 * 8192^2 = 1099511627776 FLOPs a step. Two steps
 // of 100 ms backward each (200 ms summed): 10.99511627776 TFLOP/s; steps of 250 ms:
 // 4 * 512 / 0.25 = 8192 tokens per second.
