@@ -152,6 +152,14 @@ def test_a_step_above_its_optimizer_step_keeps_its_own_peak(measure):
     assert counters["peak_device_bytes"] == 16 * GB
 
 
+def test_a_requested_count_above_the_allocated_one_is_not_kept(measure):
+    module, cuda = measure
+    cuda.requested += 5 * GB  # a counter that missed frees: 15 GB requested of 10 allocated
+    counters = _timed(module, DeferredStepSystem(cuda, grad=2 * GB, optimizer_temp=4 * GB), 2)
+    assert counters["peak_device_bytes"] == 12 * GB
+    assert "peak_device_requested_bytes" not in counters and "device_baseline_requested_bytes" not in counters
+
+
 def test_on_the_cpu_no_memory_figures(measure):
     module, cuda = measure
     state = types.SimpleNamespace(step=0, mb=0)
