@@ -7,11 +7,15 @@ alone and against the two ceilings weighed by its time beside D2Hs, cpu_add_frac
 then, from run-cpu-repeats.json, each repetition of cpu-add and cpu-add-pipelined (synthetic), whose
 CPU add's rate moves from case to case with the host memory.
 A backward or a run that is not in the folder is left out or shown as –.
-Run: python3 limit_table.py > limit_table.md"""
+Run: python3 scripts/limit_table.py FOLDER > FOLDER/limit_table.md (FOLDER: a limit job's LIMIT_DIR, e.g.
+reports/h100-limit-1207; an earlier folder keeps the copy it was made with)."""
 import json
 import os
+import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+    sys.exit("usage: limit_table.py FOLDER (a folder holding a limit job's run-*.json)")
+HERE = sys.argv[1]
 
 
 def load(name):
