@@ -34,6 +34,15 @@ double term(const Bound& b, const std::string& name) {
   return -1;
 }
 
+// One rank's totals of one measured step that took `step_ms` (the other metrics 0).
+CaseTotals one_step(double step_ms) {
+  CaseTotals t(1);
+  StepMetrics m;
+  m.step_ms = step_ms;
+  t.add(m, {m});
+  return t;
+}
+
 bool has_term(const Bound& b, const std::string& name) {
   for (const BoundTerm& t : b.terms)
     if (t.name == name) return true;
@@ -486,10 +495,7 @@ TEST(Bound, GemmCasesAreBoundAtTheirOwnShapesRate) {
   EXPECT_DOUBLE_EQ(at_own_shapes(c, p).gemm_tflops_fp32, 400.0);
   // The counters name the rate the bound used, where it is the layout's own.
   p.backward = Backward::gemm;
-  CaseTotals t(1);
-  StepMetrics m;
-  m.step_ms = 9.0;
-  t.add(m, {m});
+  const CaseTotals t = one_step(9.0);
   benchmark::UserCounters uc;
   EXPECT_EQ(write_bound_counters(uc, t, p, c, 1), "compute");
   ASSERT_TRUE(uc.count("bound_gemm_tflops"));
@@ -530,10 +536,7 @@ TEST(Bound, SyntheticCasesAreBoundAtTheirOwnLayoutsGeneratorRate) {
   none.generate_layouts = c.generate_layouts;
   EXPECT_DOUBLE_EQ(at_own_shapes(none, p).generate_gelems, 0.0);
   // The counters name the rate the bound used, where it is the layout's own.
-  CaseTotals t(1);
-  StepMetrics m;
-  m.step_ms = 4.4;
-  t.add(m, {m});
+  const CaseTotals t = one_step(4.4);
   benchmark::UserCounters uc;
   EXPECT_EQ(write_bound_counters(uc, t, p, c, 1), "compute");
   ASSERT_TRUE(uc.count("bound_generate_gelems"));
@@ -572,10 +575,7 @@ TEST(Bound, NoCeilingsLeavesTheBoundAbsent) {
 
 TEST(Bound, CountersWriteTheRatioAndNothingWithoutCeilings) {
   const CasePlan p = plan_for("uniform:2x1M", "SSSS", spec("cpu-add"));
-  CaseTotals t(1);
-  StepMetrics m;
-  m.step_ms = 18.4549376;  // twice the host-memory bound below
-  t.add(m, {m});
+  const CaseTotals t = one_step(18.4549376);  // twice the host-memory bound below
   benchmark::UserCounters c;
   Ceilings ceil;
   ceil.host_add_gbps = 10;
