@@ -52,8 +52,8 @@ def run_step(system, state, schedule: str, step: int, device, peaks: list | None
     gradients set to None; DeepSpeed: the previous boundary's deferred engine.step()).
 
     peaks (CUDA): a list that gains this step's (device peak, pinned peak, requested device peak) in bytes
-    (the requested peak None when torch does not report it), read over the step alone: the peaks are reset after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as
-    it is outside the time (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above
+    (the requested peak None when torch does not report it), read over the step alone: the peaks are reset
+    after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as it is outside the time (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above
     the profiled step's own: bench/real/README.md)."""
     system.zero_grad()
     x = torch.ones(1, device=device, requires_grad=True)
@@ -237,7 +237,7 @@ def _drop_requested_above_allocated(out: dict) -> None:
     """Removes the requested-bytes figures from `out` where one exceeds its allocated figure, which the
     allocator's rounding cannot make: that counter did not follow the case's frees. With torch 2.11 on one
     H100, real FSDP1 (flat parameters whose storage is resized to 0 and back) read 15.5 GB requested against
-    9.0 GB allocated at its baseline and 19.3 against 16.3 at its peak (reports/h100-peak-requested-1207);
+    9.0 GB allocated at its baseline and 19.3 against 16.3 at its peak (reports/h100-validation-probes-1207);
     FSDP2's read below its allocated figures. A figure that cannot be true is not kept."""
     pairs = (("peak_device_requested_bytes", "peak_device_bytes"),
              ("device_baseline_requested_bytes", "device_baseline_bytes"))
