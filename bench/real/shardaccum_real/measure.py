@@ -53,8 +53,9 @@ def run_step(system, state, schedule: str, step: int, device, peaks: list | None
 
     peaks (CUDA): a list that gains this step's (device peak, pinned peak, requested device peak) in bytes
     (the requested peak None when torch does not report it), read over the step alone: the peaks are reset
-    after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as it is outside the time (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above
-    the profiled step's own: bench/real/README.md)."""
+    after zero_grad(), so DeepSpeed's deferred optimizer step is outside them as it is outside the time
+    (with it inside, DeepSpeed's SSSS peaks without offload read 1.7-1.9 GB above the profiled step's own:
+    bench/real/README.md)."""
     system.zero_grad()
     x = torch.ones(1, device=device, requires_grad=True)
     _sync(device)
