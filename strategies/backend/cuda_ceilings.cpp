@@ -201,8 +201,9 @@ nlohmann::json CudaWorld::measure_ceilings() {
     }
 
     // Each layout's GEMM backward alone (bound.hpp at_own_shapes): one micro-batch, every unit in
-    // backward order, through the step's own calls (issue_unit_gemms) on a gradient of the largest
-    // unit, filled as the generator fills it, and the workspace gemm_workspace_numel would size.
+    // backward order, through the step's own calls (issue_unit_gemms, its operands filled where
+    // the unit before left others) on a gradient of the largest unit, filled as the generator
+    // fills it, and the workspace gemm_workspace_numel would size.
     for (size_t li = 0; li < opts_.ceiling_gemm_layouts.size(); ++li) {
       const GemmCeilingCase& gc = opts_.ceiling_gemm_layouts[li];
       const DType t = gc.grad;
@@ -222,9 +223,10 @@ nlohmann::json CudaWorld::measure_ceilings() {
       cublasContext* ch = h.bind(rank.device(), compute, ws + operands * eb, kCublasWorkspaceBytes);
       const bool tf32 = t == DType::fp32 && opts_.ceiling_gemm_tf32;
       const auto& units = gc.layout->units;
+      GemmOperandFill filled;  // kept over the timed micro-batches, as a step's workspace keeps it
       auto backward = [&] {
         for (auto u = units.rbegin(); u != units.rend(); ++u)
-          issue_unit_gemms(ch, *u, gc.tokens, t, tf32, gbuf.get(), ws, compute);
+          issue_unit_gemms(ch, *u, gc.tokens, t, tf32, gbuf.get(), ws, filled, compute);
       };
       layout_ms[r][li] = timed(backward, {compute}, 1);
     }

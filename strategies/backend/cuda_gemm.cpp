@@ -1,6 +1,7 @@
 // The GEMM backward of the cuda backend (--backward gemm, docs/DESIGN.md §2): per unit, its
-// operands filled, then for each parameter of two or more dimensions dX = dY·W and dW = dYᵀ·X on
-// cuBLAS, in the gradient's dtype, issued on the compute stream like generate.
+// operands filled where the unit before left others, then for each parameter of two or more
+// dimensions dX = dY·W and dW = dYᵀ·X on cuBLAS, in the gradient's dtype, issued on the compute
+// stream like generate.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -41,7 +42,7 @@ void dense_gemm(cublasContext* h, DType t, bool tf32, int n, const void* a, cons
 }
 
 void issue_unit_gemms(cublasContext* h, const FlatParam& unit, uint64_t tokens, DType t, bool tf32,
-                      void* grad, void* operands, cudaStream_t s) {
+                      void* grad, void* operands, GemmOperandFill& filled, cudaStream_t s) {
   const GemmOperands ops = gemm_operands(unit, tokens);
   if (ops.end == 0) return;  // only 1-D parameters: no GEMM
   GemmShape g;
@@ -60,7 +61,11 @@ void issue_unit_gemms(cublasContext* h, const FlatParam& unit, uint64_t tokens, 
   const cublasComputeType_t compute = compute_type(t, tf32);
   const float one = 1, zero = 0;
   const int T = static_cast<int>(tokens);
-  launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, s);
+  const GemmOperandFill fill{operands, t, tokens, cols_max, rows_max};
+  if (!(fill == filled)) {
+    launch_gemm_operands(x, dy, t, tokens, cols_max, rows_max, s);
+    filled = fill;
+  }
   for (const Param& p : unit.params) {
     if (!gemm_shape(p, g)) continue;
     const int rows = static_cast<int>(g.rows), cols = static_cast<int>(g.cols);
@@ -137,7 +142,7 @@ void CudaRank::gemm_backward(Buffer& grad, const FlatParam& unit, uint64_t token
   // Not held: cuBLAS picks and may lazily load a kernel per shape inside the launch; the GEMMs
   // run milliseconds, so the host's issue delay is a small part of their bracket.
   cudaEvent_t start = begin_gpu_op(si, {{&grad, true}, {&workspace, true}}, false);
-  issue_unit_gemms(h, unit, tokens, t, tf32, grad.data(), base, stream(s));
+  issue_unit_gemms(h, unit, tokens, t, tf32, grad.data(), base, gemm_filled_, stream(s));
   end_gpu_op(si, Phase::backward, start, {{&grad, true}, {&workspace, true}});
 }
 

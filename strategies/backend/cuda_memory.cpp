@@ -142,6 +142,8 @@ void CudaRank::release(Buffer& b) noexcept {
     after_tasks(l, {&b}, "release");       // a queued task may still use it
     auto it = allocs_.find(b.data());
     if (it == allocs_.end()) return;
+    // Its memory may come back as another workspace: the next GEMM backward fills afresh.
+    if (b.data() == gemm_filled_.operands) gemm_filled_ = {};
     Alloc& a = it->second;
     if (a.space == MemSpace::device) {
       // Free on the stream that used it last, after every other stream's use of it.

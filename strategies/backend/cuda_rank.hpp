@@ -329,7 +329,8 @@ class CudaRank final : public RankBackend {
   std::thread worker_;
   // near_device's CPUs (machine::host_add_placement), read at its first call; empty: not placed.
   std::optional<std::vector<int>> placement_;
-  GemmHandle gemm_;  // --backward gemm's cuBLAS handle (cuda_gemm.cpp); destroyed first
+  GemmOperandFill gemm_filled_;  // what the step's GEMM workspace holds; reset when it is freed
+  GemmHandle gemm_;              // --backward gemm's cuBLAS handle (cuda_gemm.cpp); destroyed first
 };
 
 }  // namespace shardaccum::cuda

@@ -65,6 +65,54 @@ TEST(GpuGemm, EveryScheduleKeepsTheSyntheticVerdictAndError) {
       }
 }
 
+// The workspace's operands are filled once and reused by units of the same shapes
+// (GemmOperandFill): every GEMM backward still adds exactly zero, whether its unit reuses the fill,
+// follows a unit of other shapes, or runs on a new workspace at the address of a freed buffer that
+// held other values.
+TEST(GpuGemm, ReusedAndRefilledOperandsAddExactlyZero) {
+  REQUIRE_GPU();
+  auto be = world(1);
+  const Layout l = gemm_layout();
+  const uint64_t ws_numel = gemm_workspace_numel(l, 77, DType::fp32);
+  be->run([&](RankBackend& r) {
+    uint32_t calls = 0;
+    auto gemm_is_exact = [&](const FlatParam& u, Buffer& ws) {
+      GradKey k;
+      k.seed = 5;
+      k.unit = calls++;
+      k.numel = u.numel;
+      k.shard = u.numel;
+      Buffer want = r.allocate(MemSpace::device, DType::fp32, u.numel, Stream::compute);
+      Buffer got = r.allocate(MemSpace::device, DType::fp32, u.numel, Stream::compute);
+      r.generate(want, k, false, Stream::compute);
+      r.generate(got, k, false, Stream::compute);
+      r.gemm_backward(got, u, 77, false, ws, Stream::compute);
+      Buffer hw = r.allocate(MemSpace::pinned_host, DType::fp32, u.numel, Stream::compute);
+      Buffer hg = r.allocate(MemSpace::pinned_host, DType::fp32, u.numel, Stream::compute);
+      r.copy(hw, want, Stream::compute);
+      r.copy(hg, got, Stream::compute);
+      r.host_wait(r.record(Stream::compute));
+      return std::memcmp(hw.data(), hg.data(), u.numel * sizeof(float)) == 0;
+    };
+    Buffer ws = r.allocate(MemSpace::device, DType::fp32, ws_numel, Stream::compute);
+    EXPECT_TRUE(gemm_is_exact(l.units[3], ws)) << "first fill";
+    EXPECT_TRUE(gemm_is_exact(l.units[3], ws)) << "the same shapes: the fill reused";
+    EXPECT_TRUE(gemm_is_exact(l.units[0], ws)) << "other shapes: refilled";
+    EXPECT_TRUE(gemm_is_exact(l.units[1], ws)) << "a 3-D parameter";
+    EXPECT_TRUE(gemm_is_exact(l.units[3], ws)) << "back to the first shapes: refilled";
+    ws.reset();
+    {  // the freed workspace's memory handed out again and overwritten
+      Buffer other = r.allocate(MemSpace::device, DType::fp32, ws_numel, Stream::compute);
+      GradKey k;
+      k.seed = 9;
+      k.numel = ws_numel;
+      r.generate(other, k, false, Stream::compute);
+    }
+    Buffer again = r.allocate(MemSpace::device, DType::fp32, ws_numel, Stream::compute);
+    EXPECT_TRUE(gemm_is_exact(l.units[3], again)) << "a new workspace: filled afresh";
+  });
+}
+
 TEST(GpuGemm, CeilingIsInTheContextForEachDtypeAsked) {
   REQUIRE_GPU();
   auto be = world(1, {DType::bf16});
