@@ -8,7 +8,8 @@ import re
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def suite(name):
+def steps(name):
+    """schedule -> (step_ms, min, max) of every case in one JSON (the suite's and the real runner's alike)."""
     out = {}
     for b in json.load(open(os.path.join(HERE, name)))["benchmarks"]:
         s = re.search(r"schedule:(\w{4})", b["name"]).group(1)
@@ -16,17 +17,9 @@ def suite(name):
     return out
 
 
-def real(name):
-    out = {}
-    for c in json.load(open(os.path.join(HERE, name)))["benchmarks"]:
-        s = re.search(r"schedule:(\w{4})", c["name"]).group(1)
-        out[s] = (c["step_ms"], c["step_ms_min"], c["step_ms_max"])
-    return out
-
-
 for system, s, r in (("fsdp1 (NO_SHARD) without offload", "suite-fsdp1-none.json", "real-fsdp1-none.json"),
                      ("fsdp2 without offload", "suite-fsdp2-none.json", "real-fsdp2-none.json")):
-    a, b = suite(s), real(r)
+    a, b = steps(s), steps(r)
     for sched in a:
         if sched == "nnnS":
             continue
