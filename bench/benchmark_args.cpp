@@ -6,6 +6,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include "bench/context_keys.hpp"
+
 namespace shardaccum {
 
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
@@ -71,7 +73,9 @@ std::string benchmark_flag_error(const std::string& arg) {
   if (flag == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" &&
       value != "s")
     return arg + ": expected ns, us, ms or s";
-  if (flag == "--benchmark_out_format" && value != "json" && value != "csv" && value != "console")
+  // GB answers an unknown display format with its usage text and exit 0, running nothing.
+  if ((flag == "--benchmark_out_format" || flag == "--benchmark_format") && value != "json" &&
+      value != "csv" && value != "console")
     return arg + ": expected json, csv or console";
   if (flag == "--benchmark_repetitions") {
     const bool digits = !value.empty() && value.size() <= 4 &&
@@ -96,6 +100,10 @@ std::string benchmark_flag_error(const std::string& arg) {
       const std::string pair = value.substr(start, comma - start);
       if (pair.find('=') == std::string::npos || pair.front() == '=')
         return arg + ": expected KEY=VALUE pairs separated by commas ('" + pair + "' has no KEY=)";
+      const std::string key = pair.substr(0, pair.find('='));
+      if (reserved_context_key(key))
+        return arg + ": '" + key +
+               "' is a key the run writes itself (docs/DESIGN.md §7); give your key another name";
       start = comma + 1;
     }
   }

@@ -102,7 +102,32 @@ bool digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// Paths under /dev/ and /proc/ end a chain of links: /dev/stdout leads into the process's fds.
+bool special(const std::string& p) { return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0; }
+
 }  // namespace
+
+std::string follow_links(const std::string& path) {
+  std::error_code ec;
+  std::string out = path;
+  for (int hops = 0; hops < 40 && !special(out) && fs::is_symlink(out, ec); ++hops) {
+    const auto target = fs::read_symlink(out, ec);
+    out = (target.is_absolute() ? target : fs::path(out).parent_path() / target).string();
+  }
+  return out;
+}
+
+bool same_output_file(const std::string& a, const std::string& b) {
+  // weakly_canonical alone leaves a relative path whose file does not exist yet relative
+  // ("t.json" against "/tmp/t.json" for "./t.json", libstdc++ 12), and keeps a dangling link's
+  // own name: make both absolute after following their links, then normalise.
+  std::error_code ea, eb;
+  const auto norm = [](const std::string& p, std::error_code& ec) {
+    return fs::weakly_canonical(fs::absolute(follow_links(p), ec), ec);
+  };
+  const auto x = norm(a, ea), y = norm(b, eb);
+  return !ea && !eb && x == y;
+}
 
 OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
   OutputPlan plan;
@@ -134,15 +159,7 @@ OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter) {
     // A link is followed (the rename replaces the file it names, not the link); a device or pipe
     // (/dev/stdout) is written in place, since it cannot be renamed over.
     std::error_code ec;
-    // Every link of a chain, up to /dev/ or /proc/ (where /dev/stdout leads into the process's
-    // fds).
-    const auto special = [](const std::string& p) {
-      return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0;
-    };
-    for (int hops = 0; hops < 40 && !special(out) && fs::is_symlink(out, ec); ++hops) {
-      const auto target = fs::read_symlink(out, ec);
-      out = (target.is_absolute() ? target : fs::path(out).parent_path() / target).string();
-    }
+    out = follow_links(out);
     // A plain file there (a tmpfs such as /dev/shm), or none yet, takes the checked path below.
     const auto own = fs::symlink_status(out, ec);
     if (special(out) && fs::exists(own) && !fs::is_regular_file(own)) {

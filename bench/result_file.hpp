@@ -29,6 +29,16 @@ struct OutputPlan {
 /// an unknown format, or a path that cannot be examined.
 OutputPlan plan_benchmark_out(std::vector<std::string>& args, bool reporter);
 
+/// `path` with the links of its final component followed (a chain of up to 40, stopping at a path
+/// under /dev/ or /proc/), as the result file's rename and the trace writer follow them. Never
+/// throws: a path that cannot be examined comes back as far as it was followed.
+std::string follow_links(const std::string& path);
+
+/// Whether two output paths name one file: each with its links followed (follow_links), made
+/// absolute and normalised, so that "t.json", "./t.json", "d/../t.json" and a link to it all
+/// match, whether or not the file exists yet. False when either path cannot be examined.
+bool same_output_file(const std::string& a, const std::string& b);
+
 /// The files the --model values of `o` are read from (a path, or a shipped name found in
 /// --config-dir / the shipped directory), for refuse_overwriting_inputs.
 std::vector<std::string> model_input_files(const BenchOptions& o);

@@ -34,13 +34,9 @@ RunOutputs open_outputs_or_throw(BenchOptions& opts, bool reporter, int rank) {
                      " is this shardaccum_bench executable: writing there would destroy it; give "
                      "the output another name");
   }
-  if (!out.dest.empty() && !opts.trace.empty()) {
-    std::error_code ec;
-    const auto a = std::filesystem::weakly_canonical(out.dest, ec),
-               b = std::filesystem::weakly_canonical(opts.trace, ec);
-    if (!ec && a == b)
-      throw CliError("--trace and --benchmark_out name the same file (" + out.dest +
-                     "); give two names");
+  if (!out.dest.empty() && !opts.trace.empty() && same_output_file(out.dest, opts.trace)) {
+    throw CliError("--trace and --benchmark_out name the same file (" + out.dest +
+                   "); give two names");
   }
   if (!out.dest.empty() && !out.direct) take_lock(o.result_file, out.dest, "--benchmark_out=");
   // --trace takes the same lock on the file this process writes (rank r of a launch: FILE.rank<r>),

@@ -45,6 +45,21 @@ TEST(BenchmarkFlags, ABadValueIsRefusedNamingTheFlagAndWhatItTakes) {
   refused("--benchmark_context=a=b,c", "'c' has no KEY=");
   refused("--benchmark_context==b", "has no KEY=");
   refused("--benchmark_min_time=5", "give --steps N");
+  refused("--benchmark_format=xml", "expected json, csv or console");
+}
+
+TEST(BenchmarkFlags, AContextKeyTheRunWritesItselfIsRefused) {
+  // GB keeps the first value of a key and the user's comes first: "backend=cuda" would make a host
+  // run's JSON claim GPU time; "date" would be written twice (not strict JSON).
+  for (const char* key : {"backend", "time_domain", "run_id", "git_commit", "date", "host_name",
+                          "machine", "bytes_source", "ceiling_h2d_gbps", "backend_world_size"}) {
+    const std::string a = std::string("--benchmark_context=gpu=h200,") + key + "=x";
+    const std::string e = cli_error({a});
+    EXPECT_NE(e.find(std::string("'") + key + "' is a key the run writes itself"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(benchmark_flag_error("--benchmark_context=gpu=h200,backends=2,my_backend=x"), "");
 }
 
 }  // namespace

@@ -8,7 +8,10 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "bench/context_keys.hpp"
 #include "output_cli_support.hpp"
 
 namespace {
@@ -55,6 +58,42 @@ TEST_F(OutputSafety, ResultsOrTraceOverTheModelFileAreRefused) {
                            " >/dev/null 2>" + dir_ + "/err");
   EXPECT_EQ(rc, 2) << slurp(dir_ + "/err");
   EXPECT_EQ(slurp(model), layout);
+}
+
+TEST_F(OutputSafety, TraceAndResultsNamingOneFileAreRefusedHoweverSpelled) {
+  // weakly_canonical alone left "./t.json" against "t.json" apart (a file not yet written), and a
+  // link to the results file let the trace overwrite them with exit 0.
+  write_file(dir_ + "/r.json", "kept");
+  fs::create_symlink("r.json", dir_ + "/link.json");
+  fs::create_directory(dir_ + "/sub");
+  const std::string cd = "cd '" + dir_ + "' && ";
+  for (const auto& [trace, out] :
+       std::vector<std::pair<std::string, std::string>>{{"./t.json", "t.json"},
+                                                        {"sub/../t.json", "t.json"},
+                                                        {dir_ + "/t.json", "t.json"},
+                                                        {"link.json", "r.json"},
+                                                        {"r.json", "link.json"}}) {
+    const int rc =
+        run_shell(cd + bench_command(kSmall + "--trace " + trace + " --benchmark_out=" + out) +
+                  " >/dev/null 2>err");
+    EXPECT_EQ(rc, 2) << trace << " / " << out << ": " << slurp(dir_ + "/err");
+    EXPECT_NE(slurp(dir_ + "/err").find("--trace and --benchmark_out name the same file"),
+              std::string::npos)
+        << slurp(dir_ + "/err");
+    EXPECT_EQ(slurp(dir_ + "/r.json"), "kept");
+    EXPECT_FALSE(fs::exists(dir_ + "/t.json")) << trace;
+  }
+}
+
+TEST_F(OutputSafety, EveryContextKeyAHostRunWritesIsReserved) {
+  // bench/context_keys.cpp is a list: a key added to the context without it there could be set by
+  // --benchmark_context and win over the run's own value.
+  const std::string out = dir_ + "/r.json";
+  ASSERT_EQ(run_shell(bench_command(kSmall + "--benchmark_out=" + out) + " >/dev/null 2>&1"), 0);
+  const auto ctx = nlohmann::json::parse(slurp(out)).at("context");
+  ASSERT_GT(ctx.size(), 30u);
+  for (const auto& [key, value] : ctx.items())
+    EXPECT_TRUE(shardaccum::reserved_context_key(key)) << key;
 }
 
 TEST_F(OutputSafety, ASighupIgnoredAtStartStaysIgnored) {
