@@ -51,8 +51,11 @@ options:
   -h, --help      this text
   -- FLAGS...     passed to shardaccum_bench as they are (an option run.sh does not know is passed
                   on too); see shardaccum_bench --help (build-host/bench/ with no GPU, build/bench/
-                  with one). With --trace FILE among them,
-                  the trace goes to FILE, whole, and the report draws from it
+                  with one). With --trace FILE among them (outside reports/NAME/, which is
+                  replaced), the trace goes to FILE, whole, and the report draws from it;
+                  --trace-steps N among them keeps N measured steps of each case (else 1).
+                  --describe-registry, --describe-layout, --list and --benchmark_list_tests
+                  print what shardaccum_bench says, with no run and no report
 
 examples:
   scripts/run.sh
@@ -83,16 +86,29 @@ real=1             # 0: --no-real
 cuda=0             # 1: --cuda, build the preset default with no GPU visible
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 bench_args=()
+seen=""           # --name and --part, each allowed once
+trace_flag=""     # --no-trace or --full-trace, whichever was given
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --name) [[ $# -ge 2 && -n "$2" ]] || SA_DIE_CODE=2 sa_die "--name needs a value (a folder name under reports/)"; name=$2; shift 2 ;;
-    --name=*) name=${1#--name=}; [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--name= is empty: give a folder name under reports/"; shift ;;
-    --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
-    --part=*) part=${1#--part=}; shift ;;
+    --name|--name=*|--part|--part=*)
+      # Given twice, which one names the folder would be a guess.
+      flag=${1%%=*}
+      [[ " $seen " == *" $flag "* ]] && SA_DIE_CODE=2 sa_die "$flag is given twice: give it once"
+      seen+=" $flag"
+      case "$1" in
+        --name) [[ $# -ge 2 && -n "$2" ]] || SA_DIE_CODE=2 sa_die "--name needs a value (a folder name under reports/)"; name=$2; shift 2 ;;
+        --name=*) name=${1#--name=}; [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--name= is empty: give a folder name under reports/"; shift ;;
+        --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
+        --part=*) part=${1#--part=}; shift ;;
+      esac ;;
     --no-install) install=0; shift ;;
     --cuda) cuda=1; shift ;;
-    --no-trace) trace_mode=none; shift ;;
-    --full-trace) trace_mode=full; shift ;;
+    --no-trace|--full-trace)
+      [[ -n "$trace_flag" && "$trace_flag" != "$1" ]] \
+        && SA_DIE_CODE=2 sa_die "$trace_flag and $1: give one of them (no trace, or every step in it)"
+      trace_flag=$1
+      [[ "$1" == --no-trace ]] && trace_mode=none || trace_mode=full
+      shift ;;
     --no-real) real=0; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
@@ -101,7 +117,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 if [[ -n "$part" ]]; then
-  [[ "$part" =~ ^([0-9]+)/([0-9]+)$ ]] \
+  # Decimal without leading zeros (the folder is named by them) and 1 <= I <= N, checked here
+  # rather than by shardaccum_bench after the install and the build.
+  [[ "$part" =~ ^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$ ]] && (( BASH_REMATCH[1] <= BASH_REMATCH[2] )) \
     || SA_DIE_CODE=2 sa_die "--part '$part': give I/N with 1 <= I <= N (e.g. --part 2/3)"
 fi
 name_given=$name
@@ -110,14 +128,18 @@ name_given=$name
   || SA_DIE_CODE=2 sa_die "--name '$name': use letters, digits, '.', '_' and '-' (one folder name, starting with a letter or digit)"
 
 info_only=0       # --list / --help: show what shardaccum_bench says, no run and no report
+describe=0        # --describe-registry / --describe-layout: printed with no backend (the bench refuses one)
 has_backend=0
+has_trace_steps=0 # --trace-steps N given after --: the user's count, not run.sh's 1
 user_trace=""     # the FILE of a --trace FILE given after --
 prev=""
 for a in ${bench_args[@]+"${bench_args[@]}"}; do
   [[ "$prev" == --trace ]] && user_trace=$a
   prev=$a
   case "$a" in
-    --list|-h|--help) info_only=1 ;;
+    --list|-h|--help|--benchmark_list_tests|--benchmark_list_tests=true) info_only=1 ;;
+    --describe-registry|--describe-layout) info_only=1; describe=1 ;;
+    --trace-steps|--trace-steps=*) has_trace_steps=1 ;;
     --backend|--backend=*) has_backend=1 ;;
     --trace=*) user_trace=${a#--trace=} ;;
     --part|--part=*) SA_DIE_CODE=2 sa_die "'$a' after --: give --part I/N before -- (run.sh names the folder by it)" ;;
@@ -130,11 +152,22 @@ done
   && SA_DIE_CODE=2 sa_die "--part $part needs --name NAME: each part goes to reports/NAME.part-I-of-N/" \
                           "(merge them with scripts/merge.py)"
 backend_args=()
-(( has_backend )) || backend_args=(--backend auto)
+(( has_backend || describe )) || backend_args=(--backend auto)
 folder=$name      # the folder under reports/: NAME, or NAME.part-I-of-N
 if [[ -n "$part" ]]; then
   bench_args=(--part "$part" ${bench_args[@]+"${bench_args[@]}"})
   folder="$name.part-${part%/*}-of-${part#*/}"
+fi
+if [[ -n "$user_trace" ]]; then
+  [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
+  # reports/FOLDER is replaced by the stage at the end: a trace written inside it would be deleted
+  # while the new README links it.
+  ut=$user_trace; [[ "$ut" == /* ]] || ut="$PWD/$ut"
+  case "$(realpath -m "$ut")/" in
+    "$(realpath -m "$SA_ROOT/reports/$folder")"/*)
+      SA_DIE_CODE=2 sa_die "--trace $user_trace is inside reports/$folder/, which run.sh replaces at the end:" \
+        "leave --trace out (the trace then goes to reports/$folder/trace.json) or give a path outside it" ;;
+  esac
 fi
 sa_pick_preset "$cuda"
 
@@ -230,14 +263,13 @@ if [[ "$PWD" == "$SA_ROOT" ]]; then out_json="${stage_dir#"$SA_ROOT/"}/run.json"
 trace_args=()
 report_trace_args=()
 if [[ -n "$user_trace" ]]; then
-  [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
   trace_mode=user
   [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the stage
   report_trace_args=(--trace "$user_trace")
 elif [[ "$trace_mode" != none ]]; then
   trace_args=(--trace "${out_json%run.json}trace.json")
   # The first measured step of each case (the step the report draws) unless --full-trace.
-  [[ "$trace_mode" == full ]] || trace_args+=(--trace-steps 1)
+  [[ "$trace_mode" == full ]] || (( has_trace_steps )) || trace_args+=(--trace-steps 1)
 fi
 
 # The oracle checks only the last measured step here: checking every step made the 64-case host

@@ -118,3 +118,59 @@ def test_an_empty_name_is_refused(args):
                           text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--name" in proc.stderr and "folder name" in proc.stderr
+
+
+def _refused_before_build(*args):
+    """run.sh with `args`, expected to stop with exit 2 on its own argument check (no build needed)."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "run.sh"), "--no-install", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2, (args, proc.stderr)
+    assert "building" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.parametrize("part", ["0/2", "3/2", "01/2", "1/0", "1/02", "2/2x"])
+def test_a_part_out_of_range_is_refused_before_the_build(part):
+    """--part 0/2 and 3/2 passed run.sh's pattern and were refused by the benchmark only after the install
+    and the build; 01/2 ran and named its folder NAME.part-01-of-2."""
+    assert f"--part '{part}'" in _refused_before_build("--name", "x", "--part", part)
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--name", "a", "--name", "b"], "--name is given twice"),
+    (["--part", "1/2", "--name", "a", "--part=2/2"], "--part is given twice"),
+    (["--no-trace", "--full-trace"], "--no-trace and --full-trace: give one of them"),
+    (["--full-trace", "--no-trace"], "--full-trace and --no-trace: give one of them"),
+    (["--no-trace", "--", "--trace", "/tmp/t.json"], "--no-trace and --trace"),
+])
+def test_conflicting_options_are_refused(args, says):
+    """The last one used to win, silently."""
+    assert says in _refused_before_build(*args)
+
+
+def test_a_trace_inside_the_replaced_folder_is_refused(name):
+    """reports/NAME is replaced by the stage at the end: a --trace written inside it was deleted while the new
+    README linked it (exit 0)."""
+    for trace in (f"reports/{name}/t.json", str(ROOT / "reports" / name / "sub" / "t.json")):
+        err = _refused_before_build("--name", name, "--", "--trace", trace)
+        assert f"inside reports/{name}/" in err, err
+
+
+def test_the_users_trace_steps_is_kept(name):
+    """run.sh added its own --trace-steps 1 beside the user's, which the benchmark refused as given twice."""
+    proc = _run_sh("--name", name, "--no-real", "--", *tiny(steps="2"), "--warmup", "0", "--trace-steps", "2")
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads((ROOT / "reports" / name / "trace.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    steps = {e["args"]["step"] for e in events if isinstance(e.get("args"), dict) and "step" in e["args"]}
+    assert steps == {0, 1}
+
+
+@pytest.mark.parametrize("flag", ["--describe-registry", "--benchmark_list_tests=true"])
+def test_information_flags_print_without_a_run(name, flag):
+    """--describe-registry was refused (run.sh added --backend, which it takes none of); --benchmark_list_tests
+    listed the cases, then failed for want of a run.json."""
+    proc = _run_sh("--name", name, "--", flag, *(tiny() if "list" in flag else []))
+    assert proc.returncode == 0, proc.stderr
+    assert ("accum/" in proc.stdout) if "list" in flag else ('"axes"' in proc.stdout)
+    assert not (ROOT / "reports" / name).exists()
