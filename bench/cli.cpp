@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -147,7 +148,20 @@ void check_known_flags(const CLI::App& app, const std::vector<std::string>& args
     for (const auto& l : opt->get_lnames()) known.push_back("--" + l);
   const std::vector<std::string>& gb = google_benchmark_flags();
   known.insert(known.end(), gb.begin(), gb.end());
+  std::vector<std::string> shorts;
+  for (const CLI::Option* opt : app.get_options())
+    for (const auto& sn : opt->get_snames()) shorts.push_back("-" + sn);
   for (const auto& a : args) {
+    // One dash before a name (-k 4): CLI11 would say "not expected: 4 -k". A negative number is a
+    // value, and CLI11's own short names (-h) stay its.
+    if (a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
+        std::isalpha(static_cast<unsigned char>(a[1])) &&
+        std::find(shorts.begin(), shorts.end(), a.substr(0, a.find('='))) == shorts.end()) {
+      const std::string name = a.substr(0, a.find('='));
+      const std::string near = nearest_flag("-" + name, known);
+      throw CliError("unknown flag " + name + "; flags take two dashes" +
+                     (near.empty() ? "" : ": did you mean " + near + "?") + " (see --help)");
+    }
     if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
     const std::string name = a.substr(0, a.find('='));
     if (std::find(gb.begin(), gb.end(), name) != gb.end())  // --v: Google Benchmark's, no '='

@@ -286,6 +286,11 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
     a.notes.push_back(
         "--trace-steps " + std::to_string(o.trace_steps) +
         ": no --trace FILE is given, so no step is recorded; it changes nothing here");
+  else if (o.trace_steps > o.steps)
+    a.notes.push_back("--trace-steps " + std::to_string(o.trace_steps) + " is more than the " +
+                      std::to_string(o.steps) +
+                      " measured steps of a case (--steps): every measured step is recorded, as "
+                      "with --trace-steps 0");
   if (o.backward == "gemm") {
     a.backward = Backward::gemm;
     a.tokens = o.tokens;

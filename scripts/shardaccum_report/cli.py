@@ -91,6 +91,13 @@ def _gigabytes(text: str) -> float:
     return value
 
 
+def _folder(text: str) -> Path:
+    """--out-dir: a non-empty path (Path("") is ".", which wrote the report into the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give the folder the report folder goes into (default: reports)")
+    return Path(text)
+
+
 def report_parser() -> argparse.ArgumentParser:
     from .budget import DEFAULT_DEVICE_GB, DEFAULT_PINNED_GB
     p = argparse.ArgumentParser(
@@ -100,7 +107,7 @@ def report_parser() -> argparse.ArgumentParser:
                    help="output of shardaccum_bench --benchmark_out=RUN.json --benchmark_out_format=json; several "
                         "files of different cases (e.g. world 2 and world 4) join into one report")
     p.add_argument("--name", required=True, help="report folder name (letters, digits, '.', '_', '-')")
-    p.add_argument("--out-dir", default="reports", type=Path,
+    p.add_argument("--out-dir", default=Path("reports"), type=_folder,
                    help="where the report folder goes (default: reports)")
     p.add_argument("--trace", action="append", metavar="TRACE.json",
                    help="a Perfetto/Chrome trace of the run (shardaccum_bench --trace TRACE.json): the report draws "

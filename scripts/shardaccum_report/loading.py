@@ -373,19 +373,19 @@ def load_run_file(path: str | Path) -> RunFile:
     where = str(path)
     data = _read_json(path)
     if not isinstance(data, dict):
-        raise InputError(where, f"top level is a JSON {type(data).__name__}, expected an object with "
+        raise InputError(where, f"top level is a JSON {strict_json.json_type_name(data)}, expected an object with "
                                 "'context' and 'benchmarks' (Google Benchmark JSON)")
     if "benchmarks" not in data:
         raise InputError(where, f"no 'benchmarks' list: not Google Benchmark JSON output ({_HOW_TO_MAKE})")
     entries = data["benchmarks"]
     if not isinstance(entries, list):
-        raise InputError(where, f"'benchmarks' is a {type(entries).__name__}, expected a list")
+        raise InputError(where, f"'benchmarks' is a JSON {strict_json.json_type_name(entries)}, expected an array")
     if not entries:
         raise InputError(where, "'benchmarks' is empty: the run recorded no case "
                                 "(did --benchmark_filter match nothing, or did the run stop early?)")
     context = data.get("context", {})
     if not isinstance(context, dict):
-        raise InputError(where, f"'context' is a {type(context).__name__}, expected an object")
+        raise InputError(where, f"'context' is a JSON {strict_json.json_type_name(context)}, expected an object")
     try:
         # Names are read by the registry the run carries (older JSON: the committed one).
         registry = Registry.from_context(context)

@@ -77,6 +77,34 @@ def _magnitude_float(text: str) -> float:
     return value
 
 
+class DuplicateKey(ValueError):
+    """An object names one key twice: Python's json keeps the last value silently, other readers the first
+    or refuse the file, so which value a tool used would depend on the tool."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of a parsed value's type (object, array, string, number, true/false, null) for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    return {dict: "object", list: "array", str: "string", int: "number", float: "number"}.get(
+        type(value), type(value).__name__)
+
+
 def _line_of(text: str, token: str) -> str:
     """' at line N' of the first value position holding `token`, or '' when it cannot be placed."""
     for m in _TOKEN_AT.finditer(text):
@@ -100,7 +128,7 @@ def refuse_special_file(path, what: str) -> None:
 def loads(text: str, where: str, what: str, allow_nan: bool = False, refuse_huge: bool = False) -> object:
     """Parses `text` (the content of file `where`) as strict JSON.
 
-    Raises InputError naming `where` for invalid JSON, a NaN/Infinity/-Infinity token (not JSON:
+    Raises InputError naming `where` for invalid JSON, a key given twice in one object, a NaN/Infinity/-Infinity token (not JSON:
     the suite writes null for a missing value; read as a float where `allow_nan`, for merge.py,
     which turns it into null), or nesting too deep for Python's parser; where `refuse_huge`, also any
     number beyond MAX_MAGNITUDE (for a tool that copies values on unread: report.py and compare.py refuse
@@ -110,7 +138,11 @@ def loads(text: str, where: str, what: str, allow_nan: bool = False, refuse_huge
     try:
         return json.loads(text, parse_constant=None if allow_nan else _refuse_constant,
                           parse_int=_magnitude_int if refuse_huge else bounded_int,
-                          parse_float=_magnitude_float if refuse_huge else float)
+                          parse_float=_magnitude_float if refuse_huge else float,
+                          object_pairs_hook=_unique_keys)
+    except DuplicateKey as e:
+        raise InputError(where, f"names the key {e.key!r} twice in one object; expected strict {what} "
+                                "(which value a reader keeps would depend on the reader)") from None
     except _NonStandardToken as e:
         raise InputError(where, f"holds the token {e.token}{_line_of(text, e.token)}, which is not JSON; expected "
                                 f"strict {what} (shardaccum_bench writes null for a value it cannot compute: "

@@ -167,7 +167,7 @@ def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
         events = data["traceEvents"]
         other = data.get("otherData") if isinstance(data.get("otherData"), dict) else {}
     else:
-        raise InputError(where, f"top level is a JSON {type(data).__name__}, expected an object with "
+        raise InputError(where, f"top level is a JSON {strict_json.json_type_name(data)}, expected an object with "
                                 "'traceEvents' (a Perfetto/Chrome trace)")
 
     process: dict[object, object] = {}
@@ -175,7 +175,7 @@ def load_trace(path: str | Path, registry: Registry | None = None) -> Trace:
     complete: list[tuple[int, dict]] = []
     for i, e in enumerate(events):
         if not isinstance(e, dict):
-            raise InputError(where, f"traceEvents[{i}] is a JSON {type(e).__name__}, expected an object")
+            raise InputError(where, f"traceEvents[{i}] is a JSON {strict_json.json_type_name(e)}, expected an object")
         ph = e.get("ph")
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         if ph == "M":

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .case import parse_case_name
 from .errors import InputError
+from .strict_json import json_type_name
 from .loading import RunFile, load_run_file
 from .trace import _read, event_number
 
@@ -64,7 +65,7 @@ def _events(path: Path) -> tuple[list[tuple[int, str, dict]], dict]:
     complete = []
     for i, e in enumerate(data["traceEvents"]):
         if not isinstance(e, dict):
-            raise InputError(where, f"traceEvents[{i}] is a JSON {type(e).__name__}, expected an object")
+            raise InputError(where, f"traceEvents[{i}] is a JSON {json_type_name(e)}, expected an object")
         if e.get("ph") == "M" and e.get("name") == "thread_name" and isinstance(e.get("args"), dict):
             tracks[(e.get("pid"), e.get("tid"))] = str(e["args"].get("name"))
         elif e.get("ph") == "X":

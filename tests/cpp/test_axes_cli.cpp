@@ -108,8 +108,17 @@ TEST(TraceSteps, GivenWithoutATraceItIsANote) {
   ASSERT_EQ(a.notes.size(), 1u);
   EXPECT_NE(a.notes[0].find("--trace-steps 5: no --trace FILE is given"), std::string::npos)
       << a.notes[0];
-  EXPECT_TRUE(axes({"--offload", "none", "--trace-steps", "5", "--trace", "t.json"}).notes.empty());
+  EXPECT_TRUE(axes({"--offload", "none", "--trace-steps", "2", "--steps", "3", "--trace", "t.json"})
+                  .notes.empty());
   EXPECT_TRUE(axes({"--offload", "none"}).notes.empty());
+}
+
+TEST(TraceSteps, MoreThanTheMeasuredStepsIsANote) {
+  const MatrixAxes a =
+      axes({"--offload", "none", "--trace-steps", "5", "--steps", "1", "--trace", "t.json"});
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("--trace-steps 5 is more than the 1 measured steps"), std::string::npos)
+      << a.notes[0];
 }
 
 TEST(ModelAxis, AllIsEveryShippedConfig) {
@@ -150,6 +159,11 @@ TEST(FlagSuggestion, AMistypedFlagNamesTheNearestKnownOne) {
   const std::string far = error({"--frobnicate"});
   EXPECT_NE(far.find("unknown flag --frobnicate"), std::string::npos) << far;
   EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+  // One dash: CLI11 said "The following arguments were not expected: 4 -k".
+  EXPECT_NE(error({"-k", "4"}).find("unknown flag -k; flags take two dashes: did you mean --k?"),
+            std::string::npos)
+      << error({"-k", "4"});
+  EXPECT_NE(error({"-offload=none"}).find("did you mean --offload?"), std::string::npos);
 }
 
 }  // namespace

@@ -243,6 +243,14 @@ def test_bad_report_names_exit_2(tmp_path, name):
     assert list(Path(tmp_path).iterdir()) == []
 
 
+def test_an_empty_out_dir_is_refused(tmp_path):
+    """--out-dir "" was Path(""), the current folder: the report landed in ./NAME."""
+    proc = run_script("report.py", HOST_FIXTURE, "--name", "r", "--out-dir", "", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "--out-dir: is empty" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(Path(tmp_path).iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["proc", "long-name"])
 def test_a_report_folder_that_cannot_be_made_names_the_flags_and_the_folder(tmp_path, where):
     out, name = ("/proc", "r") if where == "proc" else (tmp_path, "a" * 300)

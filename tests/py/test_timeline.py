@@ -189,7 +189,7 @@ def test_many_cases_give_one_picture_per_schedule(tmp_path, monkeypatch):
     ('{"traceEvents": [{"name": "step 1 accum/x", "ph": "X"', "not valid JSON"),
     ("", "empty file"),
     ('{"otherData": {}}', "no 'traceEvents' list"),
-    ('[1, 2]', "traceEvents[0] is a JSON int"),
+    ('[1, 2]', "traceEvents[0] is a JSON number"),
     ('{"traceEvents": [{"name": "backward", "ph": "X", "ts": 1, "dur": 2, "pid": 0, "tid": 1}]}', "no step events"),
     ('{"traceEvents": [{"name": "step 1 a", "ph": "X", "ts": "soon", "dur": 2, "pid": 0, "tid": 1}]}',
      "'ts' is not a number"),
