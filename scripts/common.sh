@@ -143,6 +143,17 @@ sa_pick_preset() {
 sa_build() {
   local t0=$SECONDS
   local dir=${SA_BUILD_DIR#"$SA_ROOT/"}
+  # Two runs building one folder at once (two `run.sh --part` started together on a fresh clone)
+  # broke each other's objects ("ar: ... No such file"): the second waits for the first. The lock
+  # is released when this function returns (the fd is closed) or the script exits.
+  local lock_fd=""
+  if command -v flock >/dev/null 2>&1 && mkdir -p "$SA_BUILD_DIR"; then
+    exec {lock_fd}>"$SA_BUILD_DIR/.shardaccum-build.lock"
+    if ! flock -n "$lock_fd"; then
+      sa_say "another build of $dir/ is running: waiting for it to finish"
+      flock "$lock_fd"
+    fi
+  fi
   if [[ ! -f "$SA_BUILD_DIR/build.ninja" ]]; then
     local cuda=""
     [[ "$SA_PRESET" == default ]] && cuda=", CUDA backend when nvcc is found"
@@ -159,4 +170,6 @@ sa_build() {
   sa_say "building${*:+ $*} (cmake --build --preset $SA_PRESET${SHARDACCUM_JOBS:+ -j $SHARDACCUM_JOBS})"
   (cd "$SA_ROOT" && cmake "${args[@]}") || sa_die "the build failed (see the compiler output above)"
   sa_say "build done in $(sa_elapsed "$t0")"
+  [[ -n "$lock_fd" ]] && exec {lock_fd}>&-
+  return 0
 }
