@@ -36,7 +36,7 @@ from .plots import (
     plot_step_phases,
     plot_timeline,
 )
-from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE, on_gpu_time
+from .plots.timeline import MIN_WIDTH, ROWS_PER_FIGURE, drawn_step, on_gpu_time
 from .real_section import real_inputs, render_real_only, render_section
 from .validation import render_validation
 from .trace import StepTimeline, TraceSet, load_trace
@@ -589,7 +589,7 @@ def _timeline_text(panels: list[TimelinePanel], traces: TraceSet, target: Path, 
                 "different runs.**" if other else "")
     found = " (found beside the input)" if traces.found_beside_input else ""
     if on_gpu_time(panels):
-        return (f"From the trace {links}{found}: for each case, the median traced step of rank 0 from the "
+        return (f"From the trace {links}{found}: for each case, {drawn_step(panels)} of rank 0 from the "
                 f"backend's stream tracks ({traces.time_label}), from the first to the last of its GPU ops and host tasks, each case "
                 "on its own time axis (so one long step cannot squash the others). Lanes: the compute, comm and "
                 "copy streams with the backend's ops, and the host tasks (CPU adds), coloured as in the step-time "

@@ -73,6 +73,17 @@ def test_gpu_steps_get_readable_lanes_and_an_axis_each(tmp_path, monkeypatch):
     assert "median traced step of rank 0 from the backend's stream tracks" in part and "own time axis" in part
 
 
+def test_one_traced_step_per_case_is_not_called_a_median(tmp_path, monkeypatch):
+    """run.sh traces one step per case (--trace-steps 1): the title said 'the median step' of it."""
+    _, run, trace = _gpu_trace(tmp_path, short=(12.0,))
+    figures, text = _figure(monkeypatch, tmp_path, trace, run)
+    (fig,) = figures
+    title = fig._suptitle.get_text()
+    assert title.startswith("Timeline of one step") and "the traced step of each case" in title
+    assert "median" not in title
+    assert "the traced step of rank 0" in section(section(text, GROUP), "### Timeline of one step")
+
+
 def test_an_old_trace_is_drawn_as_before_and_says_so(tmp_path, monkeypatch):
     run = OLD_TRACE.parent / "run.json"
     figures, text = _figure(monkeypatch, tmp_path, OLD_TRACE, run)
