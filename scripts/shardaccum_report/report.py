@@ -267,6 +267,9 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
             fastest = min(correct, key=lambda c: c.value(STEP), default=None)
             with_mem = [c for c in correct if c.value(PEAK_DEVICE.counter) is not None]
             leanest = min(with_mem, key=lambda c: (c.value(PEAK_DEVICE.counter), c.value(STEP)), default=None)
+            # Peaks are exact bytes: strategies with the same one are a tie, which the cell says.
+            same_peak = sum(1 for c in with_mem
+                            if c is not leanest and c.value(PEAK_DEVICE.counter) == leanest.value(PEAK_DEVICE.counter))
             wrong = sum(1 for c in sc if c.status == "wrong")
             failed = sum(1 for c in sc if c.status == "error")
             rows.append([
@@ -274,7 +277,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
                 registry_of(sc).schedule_display(schedule),
                 tables.escape(fastest.key.strategy.display) if fastest else tables.MISSING,
                 tables.fmt_ms(fastest.value(STEP)) if fastest else tables.MISSING,
-                tables.escape(leanest.key.strategy.display) if leanest else tables.MISSING,
+                (tables.escape(leanest.key.strategy.display) + (f" (+{same_peak} more at this peak)" if same_peak else ""))
+                if leanest else tables.MISSING,
                 tables.fmt_bytes(leanest.value(PEAK_DEVICE.counter)) if leanest else tables.MISSING,
                 f"{wrong} of {len(sc)}" if wrong else "0",
                 str(failed)])
@@ -285,7 +289,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
     numeric = {headers.index(h) for h in ("step (ms)", "peak device (B)", "errors")}
     out.append(tables.md_table(headers, rows, right=numeric))
     out.append("*Fastest* ranks medians; the next table names the cases tied with each (spreads overlap), among "
-               "which no ranking is claimed.\n")
+               "which no ranking is claimed. *Least device memory*: peaks are exact bytes; among correct strategies "
+               "with the same peak the faster is named, and *+N more at this peak* counts the others.\n")
     return "\n".join(out)
 
 

@@ -132,6 +132,12 @@ def test_summary_counts_and_fastest_correct(host_report):
     row = table_row(summary, "SSSS (sync)")
     assert row[1] == fastest.key.strategy.display and row[2] == f"{fastest.value('step_ms'):.3f}"
     assert row[5] == "8 of 16"
+    # The least peak: exact bytes, so a tie is counted in the cell (it named one of 4 silently).
+    peak = min(c.value("peak_device_bytes") for c in sync)
+    ties = [c for c in sync if c.value("peak_device_bytes") == peak]
+    leanest = min(ties, key=lambda c: c.value("step_ms"))
+    assert len(ties) > 1
+    assert row[3] == f"{leanest.key.strategy.display} (+{len(ties) - 1} more at this peak)"
 
 
 def test_host_report_skips_ceilings_and_scaling_with_reasons(host_report):
