@@ -143,27 +143,25 @@ void check_single_flags_once(const CLI::App& app, const std::vector<std::string>
 /// A flag neither we nor Google Benchmark read: named with the nearest known one ("did you mean
 /// --offload?"), where CLI11 would only say that the arguments were not expected.
 void check_known_flags(const CLI::App& app, const std::vector<std::string>& args) {
-  std::vector<std::string> known;
-  for (const CLI::Option* opt : app.get_options())
+  std::vector<std::string> known, shorts;
+  for (const CLI::Option* opt : app.get_options()) {
     for (const auto& l : opt->get_lnames()) known.push_back("--" + l);
+    for (const auto& sn : opt->get_snames()) shorts.push_back("-" + sn);
+  }
   const std::vector<std::string>& gb = google_benchmark_flags();
   known.insert(known.end(), gb.begin(), gb.end());
-  std::vector<std::string> shorts;
-  for (const CLI::Option* opt : app.get_options())
-    for (const auto& sn : opt->get_snames()) shorts.push_back("-" + sn);
   for (const auto& a : args) {
+    const std::string name = a.substr(0, a.find('='));
     // One dash before a name (-k 4): CLI11 would say "not expected: 4 -k". A negative number is a
     // value, and CLI11's own short names (-h) stay its.
     if (a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
         std::isalpha(static_cast<unsigned char>(a[1])) &&
-        std::find(shorts.begin(), shorts.end(), a.substr(0, a.find('='))) == shorts.end()) {
-      const std::string name = a.substr(0, a.find('='));
+        std::find(shorts.begin(), shorts.end(), name) == shorts.end()) {
       const std::string near = nearest_flag("-" + name, known);
       throw CliError("unknown flag " + name + "; flags take two dashes" +
                      (near.empty() ? "" : ": did you mean " + near + "?") + " (see --help)");
     }
     if (a.size() <= 2 || a.rfind("--", 0) != 0) continue;
-    const std::string name = a.substr(0, a.find('='));
     if (std::find(gb.begin(), gb.end(), name) != gb.end())  // --v: Google Benchmark's, no '='
       throw CliError(name +
                      " needs its value after '=' (Google Benchmark's flags are --NAME=VALUE)");

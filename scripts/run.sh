@@ -87,28 +87,27 @@ cuda=0             # 1: --cuda, build the preset default with no GPU visible
 [[ "${SHARDACCUM_NO_INSTALL:-0}" == 1 ]] && install=0
 bench_args=()
 seen=""           # --name and --part, each allowed once
-trace_flag=""     # --no-trace or --full-trace, whichever was given
+# once FLAG: FLAG given twice is refused (which one names the folder would be a guess).
+once() {
+  [[ " $seen " == *" $1 "* ]] && SA_DIE_CODE=2 sa_die "$1 is given twice: give it once"
+  seen+=" $1"
+}
+# set_trace_mode MODE FLAG: --no-trace (none) and --full-trace (full) exclude each other.
+set_trace_mode() {
+  [[ "$trace_mode" == first || "$trace_mode" == "$1" ]] \
+    || SA_DIE_CODE=2 sa_die "--${trace_mode/none/no}-trace and $2: give one of them (no trace, or every step in it)"
+  trace_mode=$1
+}
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --name|--name=*|--part|--part=*)
-      # Given twice, which one names the folder would be a guess.
-      flag=${1%%=*}
-      [[ " $seen " == *" $flag "* ]] && SA_DIE_CODE=2 sa_die "$flag is given twice: give it once"
-      seen+=" $flag"
-      case "$1" in
-        --name) [[ $# -ge 2 && -n "$2" ]] || SA_DIE_CODE=2 sa_die "--name needs a value (a folder name under reports/)"; name=$2; shift 2 ;;
-        --name=*) name=${1#--name=}; [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--name= is empty: give a folder name under reports/"; shift ;;
-        --part) [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
-        --part=*) part=${1#--part=}; shift ;;
-      esac ;;
+    --name) once --name; [[ $# -ge 2 && -n "$2" ]] || SA_DIE_CODE=2 sa_die "--name needs a value (a folder name under reports/)"; name=$2; shift 2 ;;
+    --name=*) once --name; name=${1#--name=}; [[ -n "$name" ]] || SA_DIE_CODE=2 sa_die "--name= is empty: give a folder name under reports/"; shift ;;
+    --part) once --part; [[ $# -ge 2 ]] || SA_DIE_CODE=2 sa_die "--part needs a value I/N"; part=$2; shift 2 ;;
+    --part=*) once --part; part=${1#--part=}; shift ;;
     --no-install) install=0; shift ;;
     --cuda) cuda=1; shift ;;
-    --no-trace|--full-trace)
-      [[ -n "$trace_flag" && "$trace_flag" != "$1" ]] \
-        && SA_DIE_CODE=2 sa_die "$trace_flag and $1: give one of them (no trace, or every step in it)"
-      trace_flag=$1
-      [[ "$1" == --no-trace ]] && trace_mode=none || trace_mode=full
-      shift ;;
+    --no-trace) set_trace_mode none "$1"; shift ;;
+    --full-trace) set_trace_mode full "$1"; shift ;;
     --no-real) real=0; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
@@ -162,12 +161,12 @@ if [[ -n "$user_trace" ]]; then
   [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
   # reports/FOLDER is replaced by the stage at the end: a trace written inside it would be deleted
   # while the new README links it.
-  ut=$user_trace; [[ "$ut" == /* ]] || ut="$PWD/$ut"
-  case "$(realpath -m "$ut")/" in
+  case "$(realpath -m "$user_trace")/" in
     "$(realpath -m "$SA_ROOT/reports/$folder")"/*)
       SA_DIE_CODE=2 sa_die "--trace $user_trace is inside reports/$folder/, which run.sh replaces at the end:" \
         "leave --trace out (the trace then goes to reports/$folder/trace.json) or give a path outside it" ;;
   esac
+  [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the stage
 fi
 sa_pick_preset "$cuda"
 
@@ -264,7 +263,6 @@ trace_args=()
 report_trace_args=()
 if [[ -n "$user_trace" ]]; then
   trace_mode=user
-  [[ "$user_trace" == /* ]] || user_trace="$PWD/$user_trace"   # report.py runs from the stage
   report_trace_args=(--trace "$user_trace")
 elif [[ "$trace_mode" != none ]]; then
   trace_args=(--trace "${out_json%run.json}trace.json")

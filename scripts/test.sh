@@ -59,13 +59,15 @@ fail() { results+=("$1"); failed=1; }
 # on a machine with no network (the GPU machines): then the C++ tests still run and pytest fails.
 if (( install )); then
   "$SA_ROOT/scripts/install_deps.sh" --for run || sa_die "could not install what the build and the report tool need (see above)"
-  if ! sa_python test >/dev/null; then
-    "$SA_ROOT/scripts/install_deps.sh" --for test || sa_warn "pytest could not be installed: the Python tests will not run"
-  elif [[ ! -f /usr/share/benchmark/compare.py && ! -f /usr/local/share/benchmark/compare.py ]]; then
-    # pytest is there (run.sh's .venv has it) but Google Benchmark's compare.py, which one test runs
-    # on the suite's JSON, is not: without this the test was skipped after every run.sh.
-    "$SA_ROOT/scripts/install_deps.sh" --for test \
-      || sa_warn "Google Benchmark's compare.py (libbenchmark-tools) could not be installed: tests/py/test_gbench_compare.py is skipped"
+  # install_deps.sh installs only what is missing (half a second when nothing is): run it even where
+  # pytest is there (run.sh's .venv has it), or Google Benchmark's compare.py, which one test runs on
+  # the suite's JSON, stayed missing and that test skipped after every run.sh.
+  if ! "$SA_ROOT/scripts/install_deps.sh" --for test; then
+    if sa_python test >/dev/null; then
+      sa_warn "Google Benchmark's compare.py (libbenchmark-tools) could not be installed: tests/py/test_gbench_compare.py is skipped"
+    else
+      sa_warn "pytest could not be installed: the Python tests will not run"
+    fi
   fi
 fi
 

@@ -268,8 +268,8 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
             with_mem = [c for c in correct if c.value(PEAK_DEVICE.counter) is not None]
             leanest = min(with_mem, key=lambda c: (c.value(PEAK_DEVICE.counter), c.value(STEP)), default=None)
             # Peaks are exact bytes: strategies with the same one are a tie, which the cell says.
-            same_peak = sum(1 for c in with_mem
-                            if c is not leanest and c.value(PEAK_DEVICE.counter) == leanest.value(PEAK_DEVICE.counter))
+            least = leanest.value(PEAK_DEVICE.counter) if leanest else None
+            same_peak = sum(1 for c in with_mem if c is not leanest and c.value(PEAK_DEVICE.counter) == least)
             wrong = sum(1 for c in sc if c.status == "wrong")
             failed = sum(1 for c in sc if c.status == "error")
             rows.append([
@@ -279,7 +279,7 @@ def _summary(run: Run, groups: dict[Group, list[Case]]) -> str:
                 tables.fmt_ms(fastest.value(STEP)) if fastest else tables.MISSING,
                 (tables.escape(leanest.key.strategy.display) + (f" (+{same_peak} more at this peak)" if same_peak else ""))
                 if leanest else tables.MISSING,
-                tables.fmt_bytes(leanest.value(PEAK_DEVICE.counter)) if leanest else tables.MISSING,
+                tables.fmt_bytes(least) if leanest else tables.MISSING,
                 f"{wrong} of {len(sc)}" if wrong else "0",
                 str(failed)])
     headers = ["group", "schedule", "fastest correct", "step (ms)", "least device memory (correct)",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .case import parse_case_name
 from .errors import InputError
-from .strict_json import json_type_name
 from .loading import RunFile, load_run_file
+from .strict_json import json_type_name
 from .trace import _read, event_number
 
 GPU_STEP = "gpu step"

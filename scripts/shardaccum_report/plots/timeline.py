@@ -76,12 +76,16 @@ def on_gpu_time(panels: list[TimelinePanel]) -> bool:
     return bool(rows) and all(r.timeline.gpu for r in rows)
 
 
+def _several_steps(panels: list[TimelinePanel]) -> bool:
+    """Whether some case has several traced steps (one per case, `--trace-steps 1`, run.sh's default, has
+    no median to speak of)."""
+    return any(r.timeline.traced_steps > 1 for p in panels for r in p.rows)
+
+
 def drawn_step(panels: list[TimelinePanel]) -> str:
-    """What each GPU-time row draws, for titles and the report's text: "the median traced step" where some
-    case has several traced steps, else "the traced step" (one per case: `--trace-steps 1`, run.sh's
-    default, has no median to speak of)."""
-    several = any(r.timeline.traced_steps > 1 for p in panels for r in p.rows)
-    return "the median traced step" if several else "the traced step"
+    """What each GPU-time row draws, for the titles and the report's text: "the median traced step" where
+    some case has several traced steps, else "the traced step"."""
+    return "the median traced step" if _several_steps(panels) else "the traced step"
 
 
 def _lanes(panels: list[TimelinePanel]) -> list[tuple[str, str]]:
@@ -236,9 +240,8 @@ def plot_timeline(panels: list[TimelinePanel], path: Path, title: str, time_labe
         handles.append(Patch(facecolor=WRONG_BACKGROUND, edgecolor=WRONG, label="WRONG result"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8.5)
     if gpu:
-        step = drawn_step(panels)
-        head = "the median step" if "median" in step else "one step"
-        fig.suptitle(f"Timeline of {head} — {title}\n{step} of each case on rank 0, from "
+        head = "the median step" if _several_steps(panels) else "one step"
+        fig.suptitle(f"Timeline of {head} — {title}\n{drawn_step(panels)} of each case on rank 0, from "
                      f"the backend's stream tracks ({time_label}); each case on its own scale")
     else:
         fig.suptitle(f"Timeline of one step — {title}\nthe first measured step of each case on rank 0, from the "
