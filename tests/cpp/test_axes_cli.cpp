@@ -89,7 +89,8 @@ TEST(WorldAxis, SizesAboveTheGpusAreSkippedWithANote) {
   EXPECT_NE(e.find("--world-size 4,8: every world size is above"), std::string::npos) << e;
   EXPECT_EQ(axes({"--world-size", "all"}, 3, true).world_sizes, (std::vector<int>{1, 2, 3}));
   // Without gpu_world (a multi-process launch) an oversized world stays an error, as before.
-  EXPECT_NE(cli_error({"--world-size", "1,4"}, 2).find("at most 2 ranks"), std::string::npos);
+  EXPECT_NE(cli_error({"--world-size", "1,4"}, 2).find("too large (at most 2); give 1..2 ranks"),
+            std::string::npos);
 }
 
 // --host-threads N sets cpu-add-pageable's CPU add only: a run without that offload is told so.

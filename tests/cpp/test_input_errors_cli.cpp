@@ -147,7 +147,12 @@ const std::vector<Row> kRows = {
     {"KBelowCanonicalDefault", "--k 2", 2, {"--k 2", "--schedule all (the default)", "nS,SS"}},
     {"KBelowCanonicalAll", "--k 1 --schedule all", 2, {"--k 1", ">= 3"}},
     {"KTwoLiterals", "--k 2 --schedule nS,SS --preset fsdp2", 0, {"2 cases on backend host"}},
-    {"WorldAboveHostCap", "--world-size 1025", 2, {"--world-size 1025", "give at most 1024"}},
+    {"WorldAboveHostCap", "--world-size 1025", 2, {"--world-size 1025", "at most 1024", "1..1024"}},
+    // Past int64 the message still names the backend's limit, not INT_MAX.
+    {"WorldPastInt64",
+     "--world-size 99999999999999999999",
+     2,
+     {"--world-size", "too large (at most 1024)", "1..1024"}},
     {"LiteralWithoutK", "--schedule nnnnnS --preset fsdp2", 0, {"1 case on backend host"}},
     {"LiteralTooLong",
      "--schedule " + kLongLiteral,
