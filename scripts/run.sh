@@ -32,7 +32,8 @@ The main job of shardaccum, the first command to run on a fresh machine:
      timeline of one step per case drawn from the trace), and prints the report's path.
      All of it is written in a new folder, reports/.NAME.partial.PID/, which replaces
      reports/NAME only once the run and the report have succeeded: a failed or interrupted run
-     leaves an older reports/NAME as it was.
+     leaves an older reports/NAME as it was, and once the benchmark has finished its results stay
+     in that folder (printed) if the real systems or the report fail or are stopped.
 
 options:
   --name NAME     report folder under reports/ (letters, digits, '.', '_', '-'; default
@@ -204,6 +205,9 @@ on_signal() {
     kill -TERM "$child" 2>/dev/null
     wait "$child" 2>/dev/null
   fi
+  # Stopped after the benchmark finished (in the real systems or the report): its results stay.
+  [[ "$keep_stage" == 1 && -n "$stage" ]] &&
+    sa_warn "interrupted; the finished results are kept in ${stage_dir#"$SA_ROOT/"}/ until the next run named $folder"
   exit "$1"   # through cleanup
 }
 run_child() {
@@ -287,6 +291,9 @@ old_note="no report written"
 (( rc == 0 )) || sa_die "shardaccum_bench failed (exit $rc); $old_note"
 [[ -s "$stage_dir/run.json" ]] || sa_die "shardaccum_bench exited 0 but wrote no run.json; $old_note"
 sa_say "benchmark done in $(sa_elapsed "$t_run")"
+# From here on the stage holds a finished run.json: a failure or a signal in what follows (the real
+# systems, the report, both can take minutes) keeps it instead of deleting it with the stage.
+keep_stage=1
 
 trace_file="$stage_dir/trace.json"
 [[ "$trace_mode" == user ]] && trace_file=$user_trace

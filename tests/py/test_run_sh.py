@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -94,6 +96,36 @@ def test_a_failed_report_keeps_the_old_report_and_the_new_results_apart(name, tm
     assert again.returncode == 0, again.stderr
     assert _stages(name) == []
     assert json.loads((folder / "run.json").read_text())["context"]["measured_steps"] == "2"
+
+
+def test_a_report_stopped_by_a_signal_keeps_the_finished_results(name, tmp_path):
+    """`timeout` signals run.sh's whole process group: once the benchmark has written run.json, a TERM in the
+    report (minutes for a GPU job with a trace) keeps the results instead of deleting them with the stage."""
+    preset, _ = built_preset()
+    slow = tmp_path / "python"
+    slow.write_text(f'#!/bin/bash\ncase "$1" in */report.py) exec sleep 120 ;; esac\nexec "{sys.executable}" "$@"\n')
+    slow.chmod(0o755)
+    err = tmp_path / "output"
+    env = dict(os.environ, SHARDACCUM_PRESET=preset, SHARDACCUM_PYTHON=str(slow), MPLBACKEND="Agg")
+    with open(err, "w") as f:
+        proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "run.sh"), "--no-install", "--name", name, "--",
+                                 *tiny(steps="2")], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        for _ in range(1200):  # up to 120 s for the build check and the benchmark
+            if "writing the report" in err.read_text() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert "writing the report" in err.read_text(), err.read_text()
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 143
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    kept = ROOT / "reports" / f".{name}.partial.{proc.pid}" / "reports" / name
+    assert f"finished results are kept in {kept.relative_to(ROOT)}/" in err.read_text()
+    assert json.loads((kept / "run.json").read_text())["context"]["measured_steps"] == "2"
+    assert not (ROOT / "reports" / name).exists()  # nothing half-written took the report's place
 
 
 def test_part_goes_to_its_own_folder_and_needs_a_name(name):
