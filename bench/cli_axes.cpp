@@ -74,9 +74,11 @@ std::vector<int> world_sizes(const BenchOptions& o, int default_world, int max_w
   std::vector<int> out;
   if (given == std::vector<std::string>{"all"}) {
     if (!gpu_world)
-      throw CliError("--world-size all: no finite list of world sizes here (the host backend "
-                     "simulates any number of ranks; a multi-process launch has its own); give a "
-                     "list such as --world-size 1,2,4");
+      throw CliError("--world-size all: `all` is 1..GPUs, for the cuda backend's one GPU per rank; "
+                     "here (the host backend simulates 1.." +
+                     std::to_string(max_world) +
+                     " ranks, too many to run every one; a multi-process launch has its own) give "
+                     "a list such as --world-size 1,2,4");
     for (int n = 1; n <= max_world; ++n) out.push_back(n);
     return out;
   }

@@ -158,6 +158,7 @@ if [[ -n "$part" ]]; then
   bench_args=(--part "$part" ${bench_args[@]+"${bench_args[@]}"})
   folder="$name.part-${part%/*}-of-${part#*/}"
 fi
+again="the next run with --name $name${part:+ --part $part}"  # the run that removes a kept stage
 if [[ -n "$user_trace" ]]; then
   [[ "$trace_mode" == none ]] && SA_DIE_CODE=2 sa_die "--no-trace and --trace $user_trace: give one of them"
   # reports/FOLDER is replaced by the stage at the end: a trace written inside it would be deleted
@@ -205,9 +206,13 @@ on_signal() {
     kill -TERM "$child" 2>/dev/null
     wait "$child" 2>/dev/null
   fi
-  # Stopped after the benchmark finished (in the real systems or the report): its results stay.
-  [[ "$keep_stage" == 1 && -n "$stage" ]] &&
-    sa_warn "interrupted; the finished results are kept in ${stage_dir#"$SA_ROOT/"}/ until the next run named $folder"
+  # Stopped once the benchmark had written run.json (renamed into place whole, so a non-empty one
+  # is complete: in the real systems, the report, or the benchmark's own trace writing after it),
+  # the results stay.
+  if [[ -n "$stage" && -s "$stage_dir/run.json" ]]; then
+    keep_stage=1
+    sa_warn "interrupted; the finished results are kept in ${stage_dir#"$SA_ROOT/"}/ until $again"
+  fi
   exit "$1"   # through cleanup
 }
 run_child() {
@@ -246,10 +251,10 @@ report_dir="reports/$folder"
 final="$SA_ROOT/$report_dir"
 # A stage left by a run that was killed (its PID is gone) is removed; a live run's is not touched.
 for d in "$SA_ROOT/reports/.$folder.partial."*; do
-  pid=${d##*.}
+  pid=${d#"$SA_ROOT/reports/.$folder.partial."}   # all digits: not the stage of a name that extends this one
   if [[ -d "$d" && "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
     rm -rf "$d"
-    sa_say "removed ${d#"$SA_ROOT/"}, left by an earlier run of this name that did not finish"
+    sa_say "removed ${d#"$SA_ROOT/"}, left by an earlier run of this name that failed or was stopped"
   fi
 done
 # The whole new report is built in $stage/reports/FOLDER (the same path under another root, so the
@@ -358,11 +363,15 @@ set -e
 if (( rc != 0 )); then
   keep_stage=1
   sa_die "scripts/report.py failed (exit $rc, see above); $old_note. The new results are kept in" \
-         "${stage_dir#"$SA_ROOT/"}/ until the next run named $folder"
+         "${stage_dir#"$SA_ROOT/"}/ until $again"
 fi
 
-# 5. The swap: two renames within reports/. Killed between them, reports/FOLDER is absent for that
-# instant; the old report is whole in $stage/old/ and the new one in $stage/reports/FOLDER/.
+# 5. The swap: two renames within reports/, then the stage removed. A signal meanwhile is held
+# until they are done: stopped between the renames, reports/FOLDER would be absent and the older
+# report left in the stage for the next run to delete. (Killed outright between them, the old
+# report is whole in $stage/old/ and the new one in $stage/reports/FOLDER/.)
+pending=""
+trap 'pending=130' INT; trap 'pending=143' TERM; trap 'pending=129' HUP
 keep_stage=1
 if [[ -e "$final" ]]; then
   mv -T "$final" "$stage/old" || sa_die "could not move the older $report_dir/ aside; it is left as it was"
@@ -371,8 +380,14 @@ if ! mv -T "$stage_dir" "$final"; then
   [[ -e "$stage/old" ]] && mv -T "$stage/old" "$final"
   sa_die "could not move the new report into $report_dir/; it is kept in ${stage_dir#"$SA_ROOT/"}/"
 fi
-rm -rf "$stage"
+swapped=$stage
 stage=""
+rm -rf "$swapped"
+trap 'on_signal 130' INT; trap 'on_signal 143' TERM; trap 'on_signal 129' HUP
+if [[ -n "$pending" ]]; then
+  sa_warn "interrupted once the new report had replaced $report_dir/: it is whole there"
+  exit "$pending"
+fi
 readme="$report_dir/README.md"
 [[ "$trace_mode" == none ]] || trace_file=${trace_file/#"$stage_dir"/"$final"}
 

@@ -98,34 +98,76 @@ def test_a_failed_report_keeps_the_old_report_and_the_new_results_apart(name, tm
     assert json.loads((folder / "run.json").read_text())["context"]["measured_steps"] == "2"
 
 
-def test_a_report_stopped_by_a_signal_keeps_the_finished_results(name, tmp_path):
-    """`timeout` signals run.sh's whole process group: once the benchmark has written run.json, a TERM in the
-    report (minutes for a GPU job with a trace) keeps the results instead of deleting them with the stage."""
+def _stop_run_sh(name, tmp_path, wrap, wait_for, extra_env=None):
+    """Starts run.sh --name NAME on tiny(steps=2) in its own process group, with `wrap` ({tool: bash body})
+    as wrapper scripts ahead on PATH (and SHARDACCUM_PYTHON when it wraps python), waits until its output
+    shows `wait_for`, and sends TERM to the group as `timeout` does. Returns (exit code, output, pid)."""
     preset, _ = built_preset()
-    slow = tmp_path / "python"
-    slow.write_text(f'#!/bin/bash\ncase "$1" in */report.py) exec sleep 120 ;; esac\nexec "{sys.executable}" "$@"\n')
-    slow.chmod(0o755)
-    err = tmp_path / "output"
-    env = dict(os.environ, SHARDACCUM_PRESET=preset, SHARDACCUM_PYTHON=str(slow), MPLBACKEND="Agg")
-    with open(err, "w") as f:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, body in wrap.items():
+        (bin_dir / tool).write_text("#!/bin/bash\n" + body)
+        (bin_dir / tool).chmod(0o755)
+    out = tmp_path / "output"
+    env = dict(os.environ, SHARDACCUM_PRESET=preset, MPLBACKEND="Agg", PATH=f"{bin_dir}:{os.environ['PATH']}",
+               SHARDACCUM_PYTHON=str(bin_dir / "python") if "python" in wrap else sys.executable, **(extra_env or {}))
+    with open(out, "w") as f:
         proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "run.sh"), "--no-install", "--name", name, "--",
                                  *tiny(steps="2")], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
         for _ in range(1200):  # up to 120 s for the build check and the benchmark
-            if "writing the report" in err.read_text() or proc.poll() is not None:
+            if wait_for in out.read_text() or proc.poll() is not None:
                 break
             time.sleep(0.1)
-        assert "writing the report" in err.read_text(), err.read_text()
+        assert wait_for in out.read_text(), out.read_text()
         os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=30) == 143
+        rc = proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    kept = ROOT / "reports" / f".{name}.partial.{proc.pid}" / "reports" / name
-    assert f"finished results are kept in {kept.relative_to(ROOT)}/" in err.read_text()
+    return rc, out.read_text(), proc.pid
+
+
+def test_a_report_stopped_by_a_signal_keeps_the_finished_results(name, tmp_path):
+    """`timeout` signals run.sh's whole process group: once the benchmark has written run.json, a TERM in the
+    report (minutes for a GPU job with a trace) keeps the results instead of deleting them with the stage."""
+    slow_report = f'case "$1" in */report.py) echo "report.py started" >&2; exec sleep 120 ;; esac\nexec "{sys.executable}" "$@"\n'
+    rc, out, pid = _stop_run_sh(name, tmp_path, {"python": slow_report}, "report.py started")
+    assert rc == 143, out
+    kept = ROOT / "reports" / f".{name}.partial.{pid}" / "reports" / name
+    assert f"finished results are kept in {kept.relative_to(ROOT)}/ until the next run with --name {name}" in out
     assert json.loads((kept / "run.json").read_text())["context"]["measured_steps"] == "2"
     assert not (ROOT / "reports" / name).exists()  # nothing half-written took the report's place
+
+
+def test_a_signal_during_the_swap_waits_until_the_new_report_is_in_place(name, tmp_path):
+    """Between the swap's two renames reports/NAME is absent: a TERM there is held until both are done."""
+    first = _run_sh("--name", name, "--", *tiny())
+    assert first.returncode == 0, first.stderr
+    # mv sleeps after moving the older report aside, the window the signal is sent in; it ignores the
+    # signal itself, as a real mv (a few microseconds) would be past it.
+    slow_mv = ('trap "" TERM INT HUP\nset -e\n/bin/mv "$@"\n'
+               'case "${@: -1}" in */old) echo "older report moved aside"; sleep 3 ;; esac\n')
+    rc, out, pid = _stop_run_sh(name, tmp_path, {"mv": slow_mv}, "older report moved aside")
+    assert rc == 143, out
+    assert f"the new report had replaced reports/{name}/: it is whole there" in out
+    assert json.loads((ROOT / "reports" / name / "run.json").read_text())["context"]["measured_steps"] == "2"
+    assert "kept in" not in out and _stages(name) == []
+
+
+def test_only_this_names_dead_stages_are_removed(name):
+    """reports/.NAME.partial.PID of a dead PID is this name's leftover; .NAME.partial.1.partial.PID is the
+    stage of the name NAME.partial.1, which a run of NAME leaves alone."""
+    dead = 2**22 + 7  # above the default pid_max of 32-bit-pid kernels' common settings; checked below
+    assert subprocess.run(["kill", "-0", str(dead)], capture_output=True).returncode != 0
+    own = ROOT / "reports" / f".{name}.partial.{dead}"
+    other = ROOT / "reports" / f".{name}.partial.1.partial.{dead}"
+    for d in (own, other):
+        (d / "reports").mkdir(parents=True)
+    proc = _run_sh("--name", name, "--", *tiny())
+    assert proc.returncode == 0, proc.stderr
+    assert not own.exists() and other.exists()
 
 
 def test_part_goes_to_its_own_folder_and_needs_a_name(name):
