@@ -85,8 +85,9 @@ std::vector<int> parse_k_list(const std::vector<std::string>& values);
 /// expand once per K of o.ks; a literal keeps its own K and, with --k given, must match one.
 /// World sizes above `max_world`: with `gpu_world` (the cuda backend of one process, max_world its
 /// GPUs) skipped with a line in MatrixAxes::notes, and `--world-size all` is 1..max_world; without
-/// it (the host backend's cap, a multi-process launch) an error naming 1..max_world, and `all` too (too many to run every one).
-/// Throws CliError naming the flag, and when every world size given is above max_world.
+/// it (the host backend's cap, a multi-process launch) an error naming 1..max_world, and `all` too
+/// (too many to run every one). Throws CliError naming the flag, and when every world size given is
+/// above max_world.
 MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model, int default_world,
                         int max_world, bool gpu_world = false);
 
