@@ -190,7 +190,7 @@ PY=$(sa_python run) || sa_die "no Python with $(sa_py_modules run) for the repor
 # 3. What will run: shardaccum_bench validates every flag and names the backend before any work.
 list_err=$(mktemp)
 stage=""          # reports/.FOLDER.partial.PID: the new report until it replaces reports/FOLDER
-keep_stage=0      # 1 once the stage holds something to keep (a failed report's results, the swap)
+keep_stage=0      # 1 once the stage holds a finished run.json (the benchmark is done)
 cleanup() {
   rm -f "$list_err"
   [[ -n "$stage" && "$keep_stage" == 0 ]] && rm -rf "$stage"
@@ -210,7 +210,7 @@ on_signal() {
   # is complete: in the real systems, the report, or the benchmark's own trace writing after it),
   # the results stay.
   if [[ -n "$stage" && -s "$stage_dir/run.json" ]]; then
-    keep_stage=1
+    keep_stage=1   # written, but the benchmark had not exited yet (its trace comes after run.json)
     sa_warn "interrupted; the finished results are kept in ${stage_dir#"$SA_ROOT/"}/ until $again"
   fi
   exit "$1"   # through cleanup
@@ -223,7 +223,10 @@ run_child() {
   child=""
   return "$rc"
 }
-trap 'on_signal 130' INT; trap 'on_signal 143' TERM; trap 'on_signal 129' HUP
+hold_signal() { pending=$1; }
+# on_traps HANDLER: INT, TERM and HUP call HANDLER with the exit status each stands for.
+on_traps() { trap "$1 130" INT; trap "$1 143" TERM; trap "$1 129" HUP; }
+on_traps on_signal
 if ! "$SA_BENCH" --list ${backend_args[@]+"${backend_args[@]}"} ${bench_args[@]+"${bench_args[@]}"} \
       >/dev/null 2>"$list_err"; then
   cat "$list_err" >&2
@@ -361,7 +364,6 @@ readme=$(cd "$stage" && MPLBACKEND=Agg "$PY" "$SA_ROOT/scripts/report.py" "$repo
 rc=$?
 set -e
 if (( rc != 0 )); then
-  keep_stage=1
   sa_die "scripts/report.py failed (exit $rc, see above); $old_note. The new results are kept in" \
          "${stage_dir#"$SA_ROOT/"}/ until $again"
 fi
@@ -371,8 +373,7 @@ fi
 # report left in the stage for the next run to delete. (Killed outright between them, the old
 # report is whole in $stage/old/ and the new one in $stage/reports/FOLDER/.)
 pending=""
-trap 'pending=130' INT; trap 'pending=143' TERM; trap 'pending=129' HUP
-keep_stage=1
+on_traps hold_signal
 if [[ -e "$final" ]]; then
   mv -T "$final" "$stage/old" || sa_die "could not move the older $report_dir/ aside; it is left as it was"
 fi
@@ -383,7 +384,7 @@ fi
 swapped=$stage
 stage=""
 rm -rf "$swapped"
-trap 'on_signal 130' INT; trap 'on_signal 143' TERM; trap 'on_signal 129' HUP
+on_traps on_signal
 if [[ -n "$pending" ]]; then
   sa_warn "interrupted once the new report had replaced $report_dir/: it is whole there"
   exit "$pending"

@@ -159,7 +159,7 @@ def test_a_signal_during_the_swap_waits_until_the_new_report_is_in_place(name, t
 def test_only_this_names_dead_stages_are_removed(name):
     """reports/.NAME.partial.PID of a dead PID is this name's leftover; .NAME.partial.1.partial.PID is the
     stage of the name NAME.partial.1, which a run of NAME leaves alone."""
-    dead = 2**22 + 7  # above the default pid_max of 32-bit-pid kernels' common settings; checked below
+    dead = 2**22 + 7  # above the largest pid_max Linux allows (2**22): no live process has it
     assert subprocess.run(["kill", "-0", str(dead)], capture_output=True).returncode != 0
     own = ROOT / "reports" / f".{name}.partial.{dead}"
     other = ROOT / "reports" / f".{name}.partial.1.partial.{dead}"
