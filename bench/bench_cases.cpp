@@ -66,6 +66,9 @@ void run_case(benchmark::State& st, const CaseSpec& spec, const Prediction& mode
                 "; lookahead " + lookahead_name(spec.strategy.effective_lookahead()) +
                 "; device add grid " + device_add_grid_name(spec.effective_device_add_grid()) +
                 "; comm priority " + comm_priority_name(spec.effective_comm_priority()) +
+                (spec.effective_hook_host_us() > 0
+                     ? "; hook host " + std::to_string(spec.effective_hook_host_us()) + " us"
+                     : "") +
                 (threads.empty() ? "" : "; " + threads) + "; bound by " + bound_by);
     ok = true;
   } catch (const std::exception& e) {

@@ -26,7 +26,9 @@ std::string CaseSpec::name() const {
          (device_add_grid
               ? std::string("/device-add-grid:") + device_add_grid_name(*device_add_grid)
               : "") +
-         (comm_priority ? std::string("/comm-priority:") + comm_priority_name(*comm_priority) : "");
+         (comm_priority ? std::string("/comm-priority:") + comm_priority_name(*comm_priority)
+                        : "") +
+         (hook_host_us ? "/hook-host-us:" + std::to_string(*hook_host_us) : "");
 }
 
 DeviceAddGrid CaseSpec::effective_device_add_grid() const {
@@ -45,6 +47,15 @@ CommPriority CaseSpec::effective_comm_priority() const {
 CommPriority default_comm_priority(const StrategySpec& st) {
   const PresetInfo* p = PresetRegistry::get().of(st);
   return p ? p->comm_priority : CommPriority::greatest;
+}
+
+uint32_t CaseSpec::effective_hook_host_us() const {
+  return hook_host_us ? *hook_host_us : default_hook_host_us(strategy);
+}
+
+uint32_t default_hook_host_us(const StrategySpec& st) {
+  const PresetInfo* p = PresetRegistry::get().of(st);
+  return p ? p->hook_host_us : 0;
 }
 
 int CaseSpec::effective_host_threads() const {
@@ -74,22 +85,24 @@ bool param_traffic_applies(const StrategySpec& st, int world_size) {
 }
 
 CasePlan CaseSpec::plan() const {
-  return CasePlan{*layout,
-                  schedule,
-                  strategy,
-                  dtypes,
-                  gen,
-                  seed,
-                  name(),
-                  backward,
-                  tokens,
-                  tf32,
-                  chunk_bytes,
-                  effective_host_threads(),
-                  param_traffic,
-                  autograd_accumulation,
-                  effective_device_add_grid(),
-                  effective_comm_priority()};
+  CasePlan p{*layout,
+             schedule,
+             strategy,
+             dtypes,
+             gen,
+             seed,
+             name(),
+             backward,
+             tokens,
+             tf32,
+             chunk_bytes,
+             effective_host_threads(),
+             param_traffic,
+             autograd_accumulation,
+             effective_device_add_grid(),
+             effective_comm_priority()};
+  p.hook_host_us = effective_hook_host_us();
+  return p;
 }
 
 std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
@@ -102,10 +115,10 @@ std::vector<CaseSpec> build_matrix(const MatrixAxes& a) {
           for (const auto& sc : a.schedules)
             // NO_SHARD without offload keeps its parameters whole on the GPU: the case is as
             // off, and so its name.
-            cases.push_back({m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32,
-                             a.chunk_bytes, a.host_threads,
-                             a.param_traffic && param_traffic_applies(st, w),
-                             a.autograd_accumulation, a.device_add_grid, a.comm_priority});
+            cases.push_back(
+                {m, w, sc, st, d, a.gen, a.seed, a.backward, a.tokens, a.tf32, a.chunk_bytes,
+                 a.host_threads, a.param_traffic && param_traffic_applies(st, w),
+                 a.autograd_accumulation, a.device_add_grid, a.comm_priority, a.hook_host_us});
         }
   return cases;
 }

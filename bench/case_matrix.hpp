@@ -36,6 +36,8 @@ struct MatrixAxes {
   std::optional<DeviceAddGrid> device_add_grid;
   /// --comm-priority greatest or default; nullopt (auto): each strategy's default_comm_priority.
   std::optional<CommPriority> comm_priority;
+  /// --hook-host-us N; nullopt (auto): each strategy's default_hook_host_us.
+  std::optional<uint32_t> hook_host_us;
   /// What resolving the axes left out and why (a world size above the GPUs), for stderr.
   std::vector<std::string> notes;
 };
@@ -64,6 +66,8 @@ struct CaseSpec {
   std::optional<DeviceAddGrid> device_add_grid;
   /// --comm-priority as given; nullopt (auto): default_comm_priority(strategy).
   std::optional<CommPriority> comm_priority;
+  /// --hook-host-us as given; nullopt (auto): default_hook_host_us(strategy).
+  std::optional<uint32_t> hook_host_us;
 
   /// `accum/model:M/world:N/schedule:S/binding:B/offload:O/mode:T/dtype:D` (docs/DESIGN.md §7),
   /// then `/backward:gemm-T<tokens>` with the gemm backward only (synthetic names stay as they
@@ -71,12 +75,15 @@ struct CaseSpec {
   /// then `/grad-accumulation:autograd` with autograd_accumulation only, then
   /// `/device-add-grid:G` when --device-add-grid named G (left out under auto, as the lookahead at
   /// its default: the case's label says which grid it ran), then `/comm-priority:P` when
-  /// --comm-priority named P (likewise).
+  /// --comm-priority named P (likewise), then `/hook-host-us:N` when --hook-host-us named N
+  /// (likewise).
   std::string name() const;
   /// device_add_grid as given, else default_device_add_grid(strategy).
   DeviceAddGrid effective_device_add_grid() const;
   /// comm_priority as given, else default_comm_priority(strategy).
   CommPriority effective_comm_priority() const;
+  /// hook_host_us as given, else default_hook_host_us(strategy).
+  uint32_t effective_hook_host_us() const;
   /// host_threads as given, else default_host_threads(strategy, world_size).
   int effective_host_threads() const;
   /// The label's segment for the CPU add's threads when the offload takes --host-threads
@@ -85,7 +92,7 @@ struct CaseSpec {
   /// (Backend::host_add_threads) or "host threads rank's share" where that is 0; "" for every
   /// other offload.
   std::string host_threads_setting(int share = 0) const;
-  /// The plan, its device_add_grid and comm_priority the effective ones.
+  /// The plan, its device_add_grid, comm_priority and hook_host_us the effective ones.
   CasePlan plan() const;
 };
 
@@ -98,6 +105,11 @@ DeviceAddGrid default_device_add_grid(const StrategySpec& st);
 /// combination `st` is (PresetRegistry::of; PresetInfo::comm_priority: 0 for FSDP1, FairScale and
 /// DeepSpeed), else CommPriority::greatest (the suite's idealised strategies, as FSDP2's).
 CommPriority default_comm_priority(const StrategySpec& st);
+
+/// --hook-host-us auto's choice for `st`: the host time per unit of the preset whose combination
+/// `st` is (PresetRegistry::of; PresetInfo::hook_host_us: measured for FSDP1, docs/PRESETS.md H1),
+/// else 0 (the suite's idealised strategies issue from C++ with no hooks).
+uint32_t default_hook_host_us(const StrategySpec& st);
 
 /// --host-threads auto's choice for `st` at `ranks_per_node` ranks on one node: 1 for the
 /// combination (PresetRegistry::of: any copy-in and lookahead) of a preset launched by torchrun

@@ -371,6 +371,18 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
          "unchanged; the label says which). greatest or default named adds /comm-priority:P. "
          "The host backend records it and runs as before")
       ->capture_default_str();
+  app.add_option(
+         "--hook-host-us", o.hook_host_us,
+         "Host time in microseconds that the issuing thread spends before each unit's backward, "
+         "as a real system's Python hooks do (FSDP1: the rest of _post_backward_hook, the next "
+         "unit's _pre_backward_hook, autograd's engine). The GPU waits for it only where the "
+         "host cannot run ahead: after a blocking copy (fsdp1's NO_SHARD D2H at world size 1). "
+         "auto: the measured value of the preset whose binding, offload, mode and division the "
+         "strategy has (fsdp1: 290, docs/PRESETS.md H1), 0 otherwise (case name unchanged; the "
+         "label says it). N (0..100000) for every case adds /hook-host-us:N. Both backends "
+         "spend it")
+      ->capture_default_str()
+      ->type_name("auto|INT");
   app.add_option("--cupti", o.cupti,
                  "on: CUPTI's MEMCPY records give the H2D/D2H bytes; kernels: also kernel records "
                  "(slows NCCL "
@@ -481,6 +493,9 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
   if (o.comm_priority != "auto" && o.comm_priority != "greatest" && o.comm_priority != "default")
     throw CliError("--comm-priority '" + brief(o.comm_priority) +
                    "': expected auto, greatest or default");
+  if (o.hook_host_us != "auto")
+    o.hook_host_us_value = static_cast<uint32_t>(parse_int_flag(
+        o.hook_host_us, "--hook-host-us", 0, 100000, "auto, or 0..100000 microseconds per unit"));
   if (o.cupti != "on" && o.cupti != "off" && o.cupti != "kernels")
     throw CliError("--cupti '" + brief(o.cupti) + "': expected on, kernels or off");
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

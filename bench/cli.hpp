@@ -1,6 +1,8 @@
 #pragma once
 // The command line of shardaccum_bench: one flag per axis (a list or `all`), the backend, the
 // step counts. Google Benchmark's own `--benchmark_*` flags pass through untouched.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,10 @@ struct BenchOptions {
   std::string device_add_grid = "auto";
   /// --comm-priority: "auto", "greatest" or "default" (CasePlan::comm_priority).
   std::string comm_priority = "auto";
+  /// --hook-host-us: "auto" (each strategy's default_hook_host_us) or µs 0..100000 as given;
+  /// hook_host_us_value holds the number (CasePlan::hook_host_us), nullopt under auto.
+  std::string hook_host_us = "auto";
+  std::optional<uint32_t> hook_host_us_value;
   bool list = false;
   bool describe_registry = false;  // --describe-registry: print the registry JSON and exit
   bool describe_layout = false;    // --describe-layout: print the --model layout's JSON and exit

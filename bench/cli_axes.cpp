@@ -265,6 +265,7 @@ MatrixAxes resolve_axes(const BenchOptions& o, const std::string& default_model,
   a.autograd_accumulation = o.grad_accumulation == "autograd";
   if (o.device_add_grid != "auto") a.device_add_grid = parse_device_add_grid(o.device_add_grid);
   if (o.comm_priority != "auto") a.comm_priority = parse_comm_priority(o.comm_priority);
+  a.hook_host_us = o.hook_host_us_value;
   // On applies where there is a parameter path to model (param_traffic_applies); a run with
   // none would run nothing it asked for: only NO_SHARD without offload, at world size 1.
   const auto applies = [&](const StrategySpec& st) {

@@ -14,7 +14,7 @@ bool reserved_context_key(const std::string& key) {
       "launcher", "processes", "rendezvous", "warmup_steps", "measured_steps", "check",
       "left_out_cases", "model", "world_size", "k", "gen", "seed", "backward", "tokens", "tf32",
       "chunk_bytes", "host_threads", "param_traffic", "grad_accumulation", "device_add_grid",
-      "comm_priority", "part", "matrix_cases",
+      "comm_priority", "hook_host_us", "part", "matrix_cases",
       // The backends' (run_context.cpp add_backend_context, host_backend.cpp and
       // cuda_context.cpp context(), cuda_ceilings.cpp).
       "machine", "bytes_source", "machine_facts", "nccl_time_method", "op_time_method",

@@ -55,6 +55,11 @@ struct CasePlan {
   /// deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.reduce_bucket_size, 0.19.8); tests set
   /// less to see buckets flushed within a micro-batch.
   uint64_t reduce_bucket_elements = kZero3ReduceBucketElements;
+  /// Host time in µs spent on the issuing thread before each unit's backward is issued
+  /// (RankBackend::host_busy; --hook-host-us, CaseSpec::plan resolves auto from the preset's
+  /// PresetInfo::hook_host_us): the Python of a real system's hooks, which the GPU waits for
+  /// only where the host cannot run ahead of it (after a blocking copy). 0: none.
+  uint32_t hook_host_us = 0;
 };
 
 }  // namespace shardaccum

@@ -86,6 +86,7 @@ json registry_json() {
                        {"lookahead", lookahead_name(p.lookahead)},
                        {"device_add_grid", device_add_grid_name(p.device_add_grid)},
                        {"comm_priority", comm_priority_name(p.comm_priority)},
+                       {"hook_host_us", p.hook_host_us},
                        // Beside the four axes, as in case names: `/copy-in:C` unless the default.
                        {"copy_in", p.spec.copy_in}});
   return {
@@ -120,6 +121,13 @@ json registry_json() {
         {"default_rule",
          "auto: the comm_priority of the preset whose axis values the strategy has, else "
          "greatest"},
+        {"named", "when_given"}}},
+      {"hook_host_us",
+       {{"flag", "--hook-host-us"},
+        {"values", {"auto", "0..100000"}},
+        {"default", "auto"},
+        {"default_rule",
+         "auto: the hook_host_us of the preset whose axis values the strategy has, else 0"},
         {"named", "when_given"}}},
       // Beside the four strategy axes, not among them: like the lookahead, a case-name part
       // (copy-in:V, left out at the default) that report tools read as one more grouping axis.

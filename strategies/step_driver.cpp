@@ -73,6 +73,12 @@ void StepDriver::retire_all() {
 }
 
 void StepDriver::backward(UnitGrad& u, uint32_t step, int mb, MicroBatchMode mode) {
+  if (plan_.hook_host_us > 0) {
+    // The real system's hooks between units (FSDP1: the rest of _post_backward_hook, the next
+    // unit's _pre_backward_hook, autograd's engine), before this unit's kernels are issued.
+    nvtx::ScopedRange hooks("host hooks", be_.rank());
+    be_.host_busy(plan_.hook_host_us);
+  }
   strategy_.prepare_backward(u, mb, mode);
   // A no-sync gradient held in the reduce dtype (copy-in chunk-cat): the backward writes a fresh
   // grad-dtype gradient that is added into it and freed (FSDP2

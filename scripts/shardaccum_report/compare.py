@@ -194,8 +194,9 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
         raise InputError("", f"--metric {metric}: no case carries it; counters in these runs: "
                              f"{', '.join(available) or 'none'} (or real_time, cpu_time)")
     result.rows = [compare_case(b[k], c[k], metric, threshold, alpha) for k in common]
-    # A name leaves out a defaulted lookahead, device add grid, comm priority and CPU add threads, which follow the
-    # preset a strategy is and the run's flags (bench/cli.cpp): one name may have run two ways.
+    # A name leaves out a defaulted lookahead, device add grid, comm priority, host time per unit and CPU add
+    # threads, which follow the preset a strategy is and the run's flags (bench/cli.cpp): one name may have run
+    # two ways.
     settings = ((k, b[k].unnamed_settings, c[k].unnamed_settings) for k in common)
     moved = [(k, bs, cs) for k, bs, cs in settings if bs and cs and bs != cs]
     if moved:
@@ -208,11 +209,11 @@ def compare_runs(base: Run, cand: Run, metric: str = STEP, threshold: float = DE
         shown = "; ".join(f"`{k.name}`: {change(bs, cs)}" for k, bs, cs in moved[:3])
         result.notes.append(f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran under settings their name "
                             f"does not carry that differ between the runs ({shown}{' …' if len(moved) > 3 else ''}): "
-                            "a strategy's lookahead, device add grid, comm priority and CPU add threads "
-                            "follow the preset it is and the run's --lookahead, --device-add-grid, "
-                            "--comm-priority and --host-threads, so the presets or those flags differ between "
-                            "these runs; their times are not of one configuration (give both runs the same "
-                            "four flags to pin them)")
+                            "a strategy's lookahead, device add grid, comm priority, host time per unit "
+                            "and CPU add threads follow the preset it is and the run's --lookahead, "
+                            "--device-add-grid, --comm-priority, --hook-host-us and --host-threads, so the presets "
+                            "or those flags differ between these runs; their times are not of one configuration "
+                            "(give both runs the same five flags to pin them)")
     if base.backend != cand.backend:
         result.notes.append(f"The backends differ (baseline {base.backend}, candidate {cand.backend}): "
                             "their times are of different time domains.")

@@ -154,8 +154,8 @@ class Case:
     @property
     def unnamed_settings(self) -> str:
         """What the case ran under that its name leaves out when defaulted, from the label: its
-        'lookahead V', 'device add grid G', 'comm priority P' and (offload cpu-add-pageable) 'host threads N' segments
-        (bench/bench_cases.cpp), '; '-joined, e.g. 'lookahead unbounded; device add grid torch'; ''
+        'lookahead V', 'device add grid G', 'comm priority P', (where spent) 'hook host N us' and (offload
+        cpu-add-pageable) 'host threads N' segments (bench/bench_cases.cpp), '; '-joined, e.g. 'lookahead unbounded; device add grid torch'; ''
         when no repetition's label has them. 'host threads N (the rank's share)' reads as 'host threads
         rank's share', as labels said before 2026-12-06: the setting is --host-threads 0 whatever the
         machine's share (which the context's host_add_threads gives). A label with a device add grid but no
@@ -164,7 +164,8 @@ class Case:
         for r in self.ok_repetitions:
             parts = [RANK_SHARE.sub("host threads rank's share", p.strip()) for p in r.label.split(";")]
             found = [p for p in parts
-                     if p.startswith(("lookahead ", "device add grid ", "comm priority ", "host threads "))]
+                     if p.startswith(("lookahead ", "device add grid ", "comm priority ", "hook host ",
+                                      "host threads "))]
             if any(p.startswith("device add grid ") for p in found) and \
                     not any(p.startswith("comm priority ") for p in found):
                 at = next(i for i, p in enumerate(found) if p.startswith("device add grid ")) + 1

@@ -26,6 +26,7 @@ PARAM_TRAFFIC = "param-traffic"
 GRAD_ACCUMULATION = "grad-accumulation"
 DEVICE_ADD_GRID = "device-add-grid"
 COMM_PRIORITY = "comm-priority"
+HOOK_HOST_US = "hook-host-us"
 
 
 @dataclass
@@ -72,14 +73,14 @@ def preset_key(key: RealKey, registry: Registry) -> tuple[CaseKey | None, str | 
 def normalised(key: CaseKey) -> CaseKey:
     """A suite case's key as preset_key builds one from a real case, so that the two compare equal:
     the name parts in one order; `param-traffic`, `grad-accumulation`, `device-add-grid`,
-    `comm-priority` and `lookahead` dropped (a real system's parameters always move, autograd
-    accumulates its gradients, PyTorch launches its adds on every SM, and its stream priority and
-    lookahead are its own, the preset's);
+    `comm-priority`, `hook-host-us` and `lookahead` dropped (a real system's parameters always move,
+    autograd accumulates its gradients, PyTorch launches its adds on every SM, and its stream
+    priority, host time per unit and lookahead are its own, the preset's);
     `backward:gemm-TN` read as the real runner's `tokens:N` (both are N tokens of GEMMs,
     bench/real/README.md)."""
     extra = []
     for k, v in key.extra:
-        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, DEVICE_ADD_GRID, COMM_PRIORITY, "lookahead"):
+        if k in (PARAM_TRAFFIC, GRAD_ACCUMULATION, DEVICE_ADD_GRID, COMM_PRIORITY, HOOK_HOST_US, "lookahead"):
             continue
         if k == "backward" and v.startswith("gemm-T"):
             k, v = "tokens", v[len("gemm-T"):]
@@ -110,15 +111,16 @@ def suite_index(suite: Run) -> dict[CaseKey, Case]:
     and PyTorch's `+=` takes every SM). Of the grids, `device-add-grid:torch` before no segment
     (--device-add-grid auto: torch for a preset's own combination) before `two-per-sm`; then a
     `comm-priority:P` naming the priority of the system the case follows (system_priority) before no
-    segment before another priority."""
+    segment before another priority; then no `hook-host-us` segment (auto: the preset's measured host
+    time) before a named one."""
     grid_rank = {"torch": 2, None: 1, "two-per-sm": 0}
 
-    def realism(case: Case) -> tuple[bool, bool, int, int]:
+    def realism(case: Case) -> tuple[bool, bool, int, int, bool]:
         extra = dict(case.key.extra)
         named = extra.get(COMM_PRIORITY)
         priority = 1 if named is None else 2 if named == system_priority(case.key, suite.registry) else 0
         return (extra.get(PARAM_TRAFFIC) == "on", extra.get(GRAD_ACCUMULATION) == "autograd",
-                grid_rank.get(extra.get(DEVICE_ADD_GRID), 0), priority)
+                grid_rank.get(extra.get(DEVICE_ADD_GRID), 0), priority, HOOK_HOST_US not in extra)
 
     index: dict[CaseKey, Case] = {}
     for case in suite.cases:

@@ -97,6 +97,8 @@ class Preset:
     device_add_grid: str | None = None
     # Its comm stream's priority under --comm-priority auto ("greatest", "default"); None in older ones
     comm_priority: str | None = None
+    # Host time in µs per unit's backward under --hook-host-us auto (its system's hooks); None in older ones
+    hook_host_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -204,9 +206,13 @@ class Registry:
             priority = p.get("comm_priority")
             if priority is not None and not isinstance(priority, str):
                 raise ValueError(f"registry: {where}.comm_priority = {json.dumps(priority)} is not a string")
+            hook = p.get("hook_host_us")
+            if hook is not None and (not isinstance(hook, int) or isinstance(hook, bool) or hook < 0):
+                raise ValueError(f"registry: {where}.hook_host_us = {json.dumps(hook)} is not a count of µs")
             presets.append(Preset(_get(p, "name", str, where), _get(p, "description", str, where),
                                   _get(p, "follows", str, where), full,
-                                  lookahead if isinstance(lookahead, str) else None, copy_in, grid, priority))
+                                  lookahead if isinstance(lookahead, str) else None, copy_in, grid, priority,
+                                  hook))
         schedules = tuple(_schedule(s, i) for i, s in enumerate(_get(obj, "canonical_schedules", list, "registry")))
         dtypes = _strings(obj, "dtypes", "registry")
         default_dtype = _get(obj, "default_dtype", str, "registry")

@@ -501,6 +501,21 @@ def _comm_priority_text(run: Run) -> str | None:
         "kernels: an upper bound of their own time." if at_zero else "")
 
 
+def _hook_host_text(run: Run) -> str | None:
+    """The host time spent before each unit's backward (--hook-host-us; _setting_text): under auto, the
+    presets' measured values (PresetInfo::hook_host_us), 0 for every other strategy."""
+    measured = [f"{p.name} {p.hook_host_us} µs" for p in run.registry.presets if p.hook_host_us]
+    return _setting_text(
+        run, "hook_host_us", "--hook-host-us", "N",
+        "Host time before each unit's backward ({flag}), the Python of a real system's hooks, spent on the issuing "
+        f"thread: {', '.join(measured) or 'none'} for the strategies with those presets' binding, offload, mode and "
+        "division (measured, docs/PRESETS.md H1), none for every other strategy; the GPU waits for it only after a "
+        "blocking copy; each case's label says it where it is spent.",
+        "Host time of `{value}` µs before each unit's backward for every strategy of the runs with "
+        "`--hook-host-us {value}`.",
+        "The runs from before `--hook-host-us` spent no host time before a unit's backward.")
+
+
 _REPOSITORY = Path(__file__).resolve().parents[2]
 
 
@@ -521,6 +536,9 @@ def _notes(run: Run, name: str, traces: TraceSet, real: Run | None = None) -> st
     priority = _comm_priority_text(run)
     if priority:
         out.append(f"- {priority}")
+    hooks = _hook_host_text(run)
+    if hooks:
+        out.append(f"- {hooks}")
     out += [f"- {tables.escape(n)}" for n in run.notes + traces.notes + traces.refused + (real.notes if real else [])]
     inputs = " ".join(f.path for f in run.files + (real.files if real else []))
     given = "" if traces.found_beside_input else "".join(f" --trace {p}" for p in traces.paths)

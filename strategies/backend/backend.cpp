@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 namespace shardaccum {
@@ -14,6 +15,12 @@ uint64_t process_rss_bytes() noexcept {
   std::fclose(f);
   const long page = sysconf(_SC_PAGE_SIZE);
   return n == 2 && page > 0 ? resident * static_cast<uint64_t>(page) : 0;
+}
+
+void RankBackend::host_busy(uint32_t us) {
+  // steady_clock, not sleep_for: a sleep gives the CPU away and wakes tens of µs late.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {}
 }
 
 }  // namespace shardaccum

@@ -175,6 +175,12 @@ class RankBackend : public BufferOwner {
   /// default, a backend without a device, runs fn as it is.
   virtual void near_device(const std::function<void()>& fn) { fn(); }
 
+  /// Holds the issuing thread busy for `us` microseconds (a spin, not a sleep: the real system's
+  /// Python holds its CPU), as a real system's host does in its hooks before it issues a unit's
+  /// backward (--hook-host-us, CasePlan::hook_host_us). Work already queued on the device goes on;
+  /// work this thread has yet to issue waits. A test double records the calls.
+  virtual void host_busy(uint32_t us);
+
   /// Agrees an error across ranks before the next collective: true if any rank passed true.
   virtual bool any_rank(bool mine) = 0;
 

@@ -36,6 +36,12 @@ struct PresetInfo {
   /// --host-threads auto its CPU add gets 1 intra-op thread when more than one rank shares the
   /// node (default_host_threads), else the rank's share.
   bool torchrun_threads = false;
+  /// Host time in µs that the system's Python spends per unit's backward beyond the suite's own
+  /// issuing (its hooks, autograd's engine), spent on the issuing thread before the unit's backward
+  /// is issued (--hook-host-us auto, default_hook_host_us; CasePlan::hook_host_us). It delays the
+  /// GPU only where the host cannot run ahead: after a blocking copy. Measured, with the source in
+  /// the preset's file; 0 where not measured (docs/PRESETS.md "Host time per unit").
+  uint32_t hook_host_us = 0;
 };
 
 class PresetRegistry {

@@ -49,6 +49,7 @@ class ForwardingRank : public RankBackend {
   bool host_ready(Event e) override { return in_.host_ready(e); }
   void host_task(Event e, std::function<void()> t) override { in_.host_task(e, std::move(t)); }
   void near_device(const std::function<void()>& fn) override { in_.near_device(fn); }
+  void host_busy(uint32_t us) override { in_.host_busy(us); }
   bool any_rank(bool mine) override { return in_.any_rank(mine); }
   ShardCheck check_shard(const Buffer& b, const OracleKey& k) override {
     return in_.check_shard(b, k);

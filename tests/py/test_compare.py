@@ -278,6 +278,17 @@ def test_the_cpu_adds_threads_of_a_label_are_among_the_unnamed_settings(tmp_path
     assert "--host-threads" in note
 
 
+def test_the_host_time_per_unit_of_a_label_is_among_the_unnamed_settings(tmp_path):
+    # --hook-host-us auto gives fsdp1's combination its measured host time per unit (since 2026-12-07),
+    # under the same name as before: the label's `hook host N us` tells the runs apart.
+    old = "correct; lookahead unbounded; device add grid torch; comm priority default; bound by copy engines"
+    note = _settings_note(_labelled(
+        tmp_path, old, "correct; lookahead unbounded; device add grid torch; comm priority default; "
+                       "hook host 290 us; bound by copy engines"))
+    assert "`: (not said) → hook host 290 us" in note, note
+    assert "--hook-host-us" in note
+
+
 def test_a_label_from_before_the_comm_priority_reads_as_the_greatest(tmp_path):
     # Labels between --device-add-grid and --comm-priority (2026-12-05/06) name no priority: every comm
     # stream ran at the device's greatest then. Against a run at the greatest: no note; at 0: that change.

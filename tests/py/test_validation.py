@@ -332,3 +332,11 @@ def test_the_suite_case_at_the_systems_stream_priority_stands_beside_the_real_on
             p["comm_priority"] = fsdp2_priority if p["name"] == "fsdp2" else "default"
     for case in _preset_cases_among_variants(tmp_path, "comm-priority", {"default": 3, "greatest": 7}, registry):
         assert case.endswith(want) if want else "comm-priority" not in case, case
+
+
+def test_the_suite_case_at_the_presets_own_host_time_stands_beside_the_real_one(tmp_path):
+    """A suite run with the same cases under --hook-host-us auto (no segment: the preset's measured host time
+    per unit) and named values: the rows are read from the auto ones, never from a named value
+    (pairing.suite_index); with only named ones, the first of them (nothing better to stand beside)."""
+    for case in _preset_cases_among_variants(tmp_path, "hook-host-us", {"0": 3, "1000": 7}):
+        assert "hook-host-us" not in case, case
