@@ -378,7 +378,7 @@ bool parse_cli(int argc, char** argv, BenchOptions& o) {
          "unit's _pre_backward_hook, autograd's engine). The GPU waits for it only where the "
          "host cannot run ahead: after a blocking copy (fsdp1's NO_SHARD D2H at world size 1). "
          "auto: the measured value of the preset whose binding, offload, mode and division the "
-         "strategy has (fsdp1: 290, docs/PRESETS.md H1), 0 otherwise (case name unchanged; the "
+         "strategy has (fsdp1: 185, docs/PRESETS.md H1), 0 otherwise (case name unchanged; the "
          "label says it). N (0..100000) for every case adds /hook-host-us:N. Both backends "
          "spend it")
       ->capture_default_str()

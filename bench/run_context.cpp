@@ -95,7 +95,10 @@ void add_suite_context(const RunSetup& s, const std::string& run_id) {
   benchmark::AddCustomContext("grad_accumulation", opts.grad_accumulation);
   benchmark::AddCustomContext("device_add_grid", opts.device_add_grid);
   benchmark::AddCustomContext("comm_priority", opts.comm_priority);
-  benchmark::AddCustomContext("hook_host_us", opts.hook_host_us);  // "auto" or the µs given
+  // "auto" or the µs as parsed ("0290" and "290" are one setting: scripts/merge.py compares them).
+  benchmark::AddCustomContext("hook_host_us", opts.hook_host_us_value
+                                                  ? std::to_string(*opts.hook_host_us_value)
+                                                  : std::string("auto"));
   benchmark::AddCustomContext("part", opts.part_slice.text());  // scripts/merge.py joins parts 1..N
   benchmark::AddCustomContext("matrix_cases", std::to_string(s.matrix_cases));
 }

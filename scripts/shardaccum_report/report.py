@@ -509,8 +509,9 @@ def _hook_host_text(run: Run) -> str | None:
         run, "hook_host_us", "--hook-host-us", "N",
         "Host time before each unit's backward ({flag}), the Python of a real system's hooks, spent on the issuing "
         f"thread: {', '.join(measured) or 'none'} for the strategies with those presets' binding, offload, mode and "
-        "division (measured, docs/PRESETS.md H1), none for every other strategy; the GPU waits for it only after a "
-        "blocking copy; each case's label says it where it is spent.",
+        "division (measured, docs/PRESETS.md H1), none for every other strategy; each case's label says it where it "
+        "is spent. On a GPU it delays the step only where the host cannot run ahead (after a blocking copy); on the "
+        "host backend, which runs every operation on the issuing thread, it adds to every step it is spent in.",
         "Host time of `{value}` µs before each unit's backward for every strategy of the runs with "
         "`--hook-host-us {value}`.",
         "The runs from before `--hook-host-us` spent no host time before a unit's backward.")

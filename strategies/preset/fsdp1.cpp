@@ -22,9 +22,10 @@ SHARDACCUM_REGISTER_PRESET(
      // per-unit wait; _post_backward_final_callback makes the compute stream wait at the end.
      .lookahead = Lookahead::unbounded,
      // After each of NO_SHARD's blocking D2Hs the GPU idled 351-363 µs in real FSDP1 (its
-     // _post_backward_hook's rest, the next unit's _pre_backward_hook, autograd's engine) and
-     // 65-79 µs in this preset, on the schedules SSSS, SnSS and nSnS: 272-298 µs more per unit,
-     // one H100 (reports/h100-fsdp1-offload-profile-1206/host_gap.txt, docs/PRESETS.md H1).
-     .hook_host_us = 290})
+     // _post_backward_hook's rest, the next unit's _pre_backward_hook, autograd's engine; one H100,
+     // reports/h100-fsdp1-offload-profile-1206/host_gap.txt). With a spin, the preset's own part
+     // of that gap is 54 µs before the spin and 118 after it, to the next GPU op (traced, one
+     // H100, reports/h100-fsdp1-hook-validation-1207/): 357 - 54 - 118 = 185 (docs/PRESETS.md H1).
+     .hook_host_us = 185})
 
 }  // namespace shardaccum

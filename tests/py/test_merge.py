@@ -216,3 +216,15 @@ def test_a_joined_context_value_that_is_not_text_is_refused_naming_the_key(runs,
         return
     assert proc.returncode == 2, proc.stderr
     assert "context 'world_size'" in proc.stderr and str(p1) in proc.stderr and not out.exists()
+
+
+def test_the_context_holds_the_host_time_as_parsed(tmp_path):
+    """--hook-host-us 0290 is 290: the context holds the number as parsed, as the case names do
+    (/hook-host-us:290), so a report or a merge reads one setting, not the spelling."""
+    _, exe = built_preset()
+    for given, want in (("0290", "290"), ("-0", "0"), ("auto", "auto")):
+        doc = _strict_load(_bench(exe, tmp_path / f"h{given}.json", "--hook-host-us", given))
+        assert doc["context"]["hook_host_us"] == want, given
+        names = [b["name"].split("/iterations")[0] for b in doc["benchmarks"]]
+        assert all(n.endswith(f"/hook-host-us:{want}") if want != "auto" else "hook-host-us" not in n
+                   for n in names), names
