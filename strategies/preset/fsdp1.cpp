@@ -24,8 +24,9 @@ SHARDACCUM_REGISTER_PRESET(
      // After each of NO_SHARD's blocking D2Hs the GPU idled 351-363 µs in real FSDP1 (its
      // _post_backward_hook's rest, the next unit's _pre_backward_hook, autograd's engine; one H100,
      // reports/h100-fsdp1-offload-profile-1206/host_gap.txt). With a spin, the preset's own part
-     // of that gap is 54 µs before the spin and 118 after it, to the next GPU op (traced, one
-     // H100, reports/h100-fsdp1-hook-validation-1207/): 357 - 54 - 118 = 185 (docs/PRESETS.md H1).
+     // of that gap is 54 µs before the spin and 121 after it, to the next GPU op (medians, traced,
+     // one H100, reports/h100-fsdp1-hook-validation-1207/issue_latency.txt): 357 - 54 - 121 =
+     // 182, taken as 185, within the real gaps' own spread (docs/PRESETS.md H1).
      .hook_host_us = 185})
 
 }  // namespace shardaccum
