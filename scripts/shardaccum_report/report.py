@@ -310,7 +310,8 @@ def _group_section(run: Run, group: Group, cases: list[Case], folder: Path, time
         out.append(f"Median over {'/'.join(map(str, reps)) or '0'} {rep_word}, ms per step ({time_label}); "
                    "each phase is the max over ranks. The black tick is `step_ms`: phases on separate streams "
                    "overlap, so a stack may pass it. *Other* is the step time no phase covers (step − Σ phases, "
-                   "clipped at 0): the streams' and the host's waits and the gaps between ops; where phases "
+                   "clipped at 0): the streams' and the host's waits and the gaps between ops, the host time "
+                   "of `--hook-host-us` among them; where phases "
                    "overlap it reads 0 and the waits hide in the overlap.\n")
     notes = analysis.missing_notes(cases, [STEP] + [p.counter for p in PHASES])
     out += [f"- {n}" for n in notes] + ([""] if notes else [])
