@@ -30,7 +30,9 @@ TEST(HookHost, AutoIsMeasuredForFsdp1AndZeroForEveryOtherStrategy) {
   ASSERT_NE(fsdp1, nullptr);
   EXPECT_GT(fsdp1->hook_host_us, 0U) << "fsdp1's host time per unit is measured (H1)";
   for (const PresetInfo& p : PresetRegistry::get().entries()) {
-    if (p.name != "fsdp1") EXPECT_EQ(p.hook_host_us, 0U) << p.name << ": not measured, so 0";
+    if (p.name != "fsdp1") {
+      EXPECT_EQ(p.hook_host_us, 0U) << p.name << ": not measured, so 0";
+    }
     const auto cases = cases_of({"--preset", p.name});
     ASSERT_FALSE(cases.empty()) << p.name;
     for (const CaseSpec& c : cases) {
@@ -129,10 +131,11 @@ TEST(HookHost, SpentOnceBeforeEveryUnitsBackwardOnEveryRank) {
                       "t"};
         plan.hook_host_us = us;
         const double err = run_two_steps(be, plan).max_rel_err;
-        if (us == 0)
+        if (us == 0) {
           err_without = err;
-        else
+        } else {
           EXPECT_EQ(err, err_without);
+        }
         // 2 steps x 4 micro-batches x 3 units on every rank, each 'h' right before its 'g'.
         const size_t backwards = size_t{2 * 4} * layout.units.size();
         ASSERT_EQ(calls.order.size(), static_cast<size_t>(world));
